@@ -1,0 +1,49 @@
+"""The exception tree of shardstream.
+
+Every error we raise on purpose derives from `StreamingError` *and* from the builtin type the
+reference raises in the same situation, so code (and tests) written against MosaicML Streaming
+that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
+
+    StreamingError
+    ├── IndexFormatError (ValueError)        index.json malformed, truncated or wrong version
+    │   └── UnsafePathError                  a basename that is absolute or climbs out with '..'
+    ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent
+    ├── HashMismatchError (ValueError)       a file's digest differs from the index ("Checksum failure")
+    ├── UnsafeTypeError (ValueError)         a pickle column without allow_unsafe_types=True
+    ├── MissingDependencyError (ImportError) an optional package is needed; says what to install
+    └── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) hit its deadline
+"""
+
+from __future__ import annotations
+
+
+class StreamingError(Exception):
+    """Base class of every error shardstream raises deliberately."""
+
+
+class IndexFormatError(StreamingError, ValueError):
+    """An index.json that cannot be trusted: not JSON, wrong version, missing or bad fields."""
+
+
+class UnsafePathError(IndexFormatError):
+    """A file name in an index that would resolve outside the dataset directory."""
+
+
+class ShardFormatError(StreamingError, ValueError):
+    """A shard whose bytes contradict its own header or its index entry."""
+
+
+class HashMismatchError(StreamingError, ValueError):
+    """A file whose digest does not match the one recorded in the index."""
+
+
+class UnsafeTypeError(StreamingError, ValueError):
+    """A column with an encoding that can execute code when decoded (pickle)."""
+
+
+class MissingDependencyError(StreamingError, ImportError):
+    """An optional dependency is not installed; the message names the pip command."""
+
+
+class CoordinationError(StreamingError, RuntimeError):
+    """A wait on other processes of this node ran past its deadline."""
