@@ -1,0 +1,71 @@
+"""Which shards to evict to make room: a pure decision, no files, no locks.
+
+The reference evicts the least recently used shard, which on a known sample order often throws out
+a shard the very next batches need. We know the order, so we prefer shards that are needed last
+(or never again this epoch), Belady-style, and fall back to least-recently-used among equals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["NEVER", "choose_evictions", "CacheFullError"]
+
+#: `next_use` value for a shard the rest of the epoch does not need.
+NEVER = np.iinfo(np.int64).max
+
+
+class CacheFullError(ValueError):
+    """Even evicting every evictable shard would not make enough room."""
+
+
+def choose_evictions(
+    *,
+    size_bytes: np.ndarray,
+    resident: np.ndarray,
+    evictable: np.ndarray,
+    last_access: np.ndarray,
+    usage_bytes: int,
+    limit_bytes: int,
+    needed_bytes: int,
+    next_use: np.ndarray | None = None,
+) -> np.ndarray:
+    """Shard ids to evict, in order, so that `usage + needed <= limit`.
+
+    Args:
+        size_bytes: bytes each shard occupies in the cache when resident (int64, per shard).
+        resident: bool per shard: present in the cache now.
+        evictable: bool per shard: may be deleted (False for shards in use, being prepared, or
+            that exist only locally and could never be fetched again).
+        last_access: per-shard last access time (any monotonic unit); smaller is colder.
+        usage_bytes: bytes the cache holds now.
+        limit_bytes: the cache limit.
+        needed_bytes: bytes about to be added.
+        next_use: optional per-shard position of its next use in the upcoming order (`NEVER` if
+            unused); shards used later are evicted first.
+
+    Returns:
+        int64 shard ids, best victim first; empty when no eviction is needed.
+
+    Raises:
+        CacheFullError: when the evictable shards cannot free enough room.
+    """
+    excess = usage_bytes + needed_bytes - limit_bytes
+    if excess <= 0:
+        return np.empty(0, np.int64)
+    candidates = np.flatnonzero(resident & evictable)
+    if next_use is None:
+        order = np.argsort(last_access[candidates], kind="stable")
+    else:
+        # lexsort: last key is primary. Latest next use first, then coldest.
+        order = np.lexsort((last_access[candidates], -next_use[candidates].astype(np.float64)))
+    ranked = candidates[order]
+    freed = np.cumsum(size_bytes[ranked])
+    count = int(np.searchsorted(freed, excess, side="left")) + 1
+    if count > len(ranked):
+        raise CacheFullError(
+            f"Attempted shard eviction, but there are no shards present locally to evict. "
+            f"Your cache limit may be too low: need {excess} more bytes, only "
+            f"{int(freed[-1]) if len(freed) else 0} bytes are evictable."
+        )
+    return ranked[:count].astype(np.int64)

@@ -1,0 +1,97 @@
+"""`StreamingDataLoader`: a `torch.utils.data.DataLoader` that counts what it yielded.
+
+Counting yielded samples is all resumption needs: the dataset turns "this many samples consumed
+globally" into its five-integer checkpoint. Owns no data logic; imports the dataset only to
+recognise it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from streaming.order.world import World
+
+__all__ = ["StreamingDataLoader"]
+
+
+def batch_length(batch: Any) -> int:
+    """Number of samples in a collated batch.
+
+    Mappings (dicts, transformers' `BatchEncoding`/`BatchFeature`) count their first value; tensors
+    their first dimension; other sequences (tuples/lists of columns) their first column.
+    """
+    if isinstance(batch, Mapping):
+        for value in batch.values():
+            return len(value)
+        raise ValueError("Batch is empty")
+    if isinstance(batch, Tensor):
+        return len(batch)
+    return len(batch[0])
+
+
+class StreamingDataLoader(DataLoader):
+    """A DataLoader whose `state_dict()` lets a `StreamingDataset` resume mid-epoch.
+
+    Same constructor as `torch.utils.data.DataLoader`. Call `state_dict()` on rank 0 when
+    checkpointing and `load_state_dict()` on every rank before iterating.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.num_samples_yielded = 0
+        self._warn_on_batch_size_mismatch()
+
+    def _streaming_dataset(self) -> Any | None:
+        from streaming.dataset import StreamingDataset
+
+        return self.dataset if isinstance(self.dataset, StreamingDataset) else None
+
+    def _warn_on_batch_size_mismatch(self) -> None:
+        dataset = self._streaming_dataset()
+        if dataset is None or self.batch_size is None or dataset.batch_size is None:
+            return
+        if dataset.batch_size != self.batch_size:
+            warnings.warn(
+                f"StreamingDataset batch_size ({dataset.batch_size}) differs from the "
+                f"DataLoader's batch_size ({self.batch_size}). Set them equal: the dataset lays "
+                "out samples per device batch, so a mismatch breaks worker/batch alignment and "
+                "deterministic resumption.",
+                stacklevel=3,
+            )
+
+    def _get_batch_size(self, batch: Any) -> int:
+        return batch_length(batch)
+
+    def __iter__(self) -> Iterator[Any]:
+        self.num_samples_yielded = 0
+        for batch in super().__iter__():
+            self.num_samples_yielded += batch_length(batch)
+            yield batch
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """The dataset's checkpoint for the samples yielded so far by every rank, or None."""
+        dataset = self._streaming_dataset()
+        if dataset is None:
+            return None
+        num_samples = self.num_samples_yielded * World.detect().num_ranks
+        if dataset.replication is not None:
+            # Replicated ranks share sample ids, so they consumed fewer distinct samples.
+            num_samples //= dataset.replication
+        return dataset.state_dict(num_samples, False)
+
+    def load_state_dict(self, obj: dict[str, Any]) -> None:
+        """Hand a checkpoint to the dataset; takes effect at the next `iter()`."""
+        dataset = self._streaming_dataset()
+        if dataset is not None:
+            dataset.load_state_dict(obj)
+
+    def __del__(self) -> None:
+        iterator = getattr(self, "_iterator", None)
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
