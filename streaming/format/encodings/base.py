@@ -1,14 +1,24 @@
 """The contract every MDS column encoding fulfils (value <-> bytes).
 
-Owns only the abstract shape of an encoding; the registry lives in `encodings/__init__.py` and the
-concrete encodings in family files (scalars, text, arrays, images, serialized, lists).
+Owns only the abstract shape of an encoding and the error for a malformed encoding string; the
+registry lives in `encodings/registry.py` and the concrete encodings in family files (scalars,
+text, arrays, images, serialized, lists). Imports numpy only.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
+
+
+class EncodingConfigError(ValueError, AssertionError):
+    """An encoding string or constructor argument that names no valid encoding.
+
+    The reference signals these with bare `assert`s (`NDArray('foo')`, `ndarray::3`), so this is
+    also an `AssertionError` for code written against it; new code should catch `ValueError`.
+    """
 
 
 class Encoding:
@@ -17,12 +27,13 @@ class Encoding:
     Subclasses set `size` (bytes per value when fixed, else None). Encodings whose values are
     fixed-size numbers also set `fixed_dtype` (little-endian numpy dtype) and `fixed_shape`, which
     lets readers decode a whole column of a shard at once as a strided, zero-copy view: a wrong
-    None only costs that fast path, never correctness.
+    None only costs that fast path, never correctness. The three may be class or instance
+    attributes (an `ndarray:<dtype>:<shape>` instance knows its own).
     """
 
-    size: ClassVar[int | None] = None
-    fixed_dtype: ClassVar[np.dtype | None] = None
-    fixed_shape: ClassVar[tuple[int, ...] | None] = None
+    size: int | None = None
+    fixed_dtype: np.dtype | None = None
+    fixed_shape: tuple[int, ...] | None = None
 
     def encode(self, obj: Any) -> bytes:
         raise NotImplementedError
@@ -47,3 +58,15 @@ class Encoding:
             raise AttributeError(
                 f"data should be of type {expected_type}, but instead, found as {type(data)}"
             )
+
+
+def typed_rows(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Reinterpret (n, size) uint8 rows as (n, size // itemsize) values, without copying.
+
+    Works on strided views of a shard as long as each row is contiguous (the last axis has stride
+    1), which is how a fixed-size column sits inside MDS samples.
+    """
+    try:
+        return rows.view(dtype)
+    except ValueError:  # a row is not contiguous: pay one copy rather than fail
+        return np.ascontiguousarray(rows).view(dtype)

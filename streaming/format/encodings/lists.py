@@ -1,0 +1,62 @@
+"""List-of-images MDS encodings: `list[pil]`, `list[jpeg]`, `list[png]`.
+
+Layout: `[reserved u32 = 0] [count u32] [count x size u32] [each element, encoded]`, where each
+element uses the single-image encoding of the same name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streaming.format.encodings._framing import pack_frames, unpack_frames
+from streaming.format.encodings.base import Encoding
+from streaming.format.encodings.images import JPEG, PIL, PNG
+from streaming.format.encodings.registry import register_encoding
+
+__all__ = ["JPEGList", "List", "PILList", "PNGList"]
+
+_RESERVED = b"\x00\x00\x00\x00"  # a u32 the reference set aside for future use; always 0
+
+
+class List(Encoding):
+    """A Python list of values that share one element encoding (`underlying_encoder()`)."""
+
+    def __init__(self) -> None:
+        self._element = self.underlying_encoder()
+
+    def underlying_encoder(self) -> Encoding:
+        """The encoding of each element."""
+        raise NotImplementedError
+
+    def encode(self, obj: list) -> bytes:
+        self._validate(obj, list)
+        return _RESERVED + pack_frames([self._element.encode(item) for item in obj])
+
+    def decode(self, data: bytes | memoryview) -> list[Any]:
+        return [self._element.decode(part) for part in unpack_frames(data, len(_RESERVED))]
+
+
+class PILList(List):
+    """A list of PIL images stored as raw pixels."""
+
+    def underlying_encoder(self) -> Encoding:
+        return PIL()
+
+
+class JPEGList(List):
+    """A list of PIL images stored as JPEG."""
+
+    def underlying_encoder(self) -> Encoding:
+        return JPEG()
+
+
+class PNGList(List):
+    """A list of PIL images stored as PNG."""
+
+    def underlying_encoder(self) -> Encoding:
+        return PNG()
+
+
+register_encoding("list[pil]", PILList)
+register_encoding("list[jpeg]", JPEGList)
+register_encoding("list[png]", PNGList)

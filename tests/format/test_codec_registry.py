@@ -1,0 +1,200 @@
+"""The MDS encoding registry: exact names, lookups, the documented quirks, user extensions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import streaming.base.format.mds.encodings as ref_path
+import streaming.format.encodings as enc
+from streaming.errors import MissingDependencyError
+
+REFERENCE_NAMES = {
+    "bytes", "str", "int", "ndarray", "uint8", "uint16", "uint32", "uint64", "int8", "int16",
+    "int32", "int64", "float16", "float32", "float64", "str_int", "str_float", "str_decimal",
+    "pil", "jpeg", "jpeg_array", "jpegarray", "png", "list[pil]", "list[jpeg]", "list[png]",
+    "pkl", "json",
+}
+
+
+def test_exactly_the_reference_names() -> None:
+    assert enc.get_mds_encodings() == REFERENCE_NAMES
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("jpeg", True), ("ndarray:uint8:3,4", True), ("ndarray:", True), ("", False),
+     ("pngg", False), ("int:3", False), ("foo:1", False), ("ndarray:foo", False),
+     (None, False), (["int"], False)],
+)
+def test_is_mds_encoding(name: Any, expected: bool) -> None:
+    # Reference QUIRK fixed: 'int:3' / 'foo:1' / 'ndarray:foo' raised there; here they are False.
+    assert enc.is_mds_encoding(name) is expected
+
+
+def test_only_pickle_is_unsafe() -> None:
+    assert enc._unsafe_encodings == {"pkl"}
+    assert [n for n in sorted(REFERENCE_NAMES) if not enc.is_mds_encoding_safe(n)] == ["pkl"]
+
+
+@pytest.mark.parametrize(
+    ("name", "size"),
+    [("bytes", None), ("int", 8), ("uint8", 1), ("float16", 2), ("uint64", 8),
+     ("ndarray", None), ("ndarray:uint16", None), ("ndarray:uint16:3,4", 24),
+     ("ndarray:float64:5", 40), ("str_decimal", None), ("jpegarray", None)],
+)
+def test_encoded_sizes(name: str, size: int | None) -> None:
+    assert enc.get_mds_encoded_size(name) == size
+
+
+@pytest.mark.parametrize("call", [enc.mds_decode, enc.get_mds_encoded_size, enc.get_encoding])
+def test_unknown_encoding(call: Any) -> None:
+    args = ("nope", b"") if call is enc.mds_decode else ("nope",)
+    with pytest.raises(ValueError, match=r"Unsupported encoding: nope\."):
+        call(*args)
+    with pytest.raises(ValueError, match="Unsupported encoding: int:3"):
+        call("int:3", *args[1:])
+
+
+def test_mds_encode_passes_bytes_through_for_any_encoding() -> None:
+    # Reference QUIRK kept: users pre-encode values and hand the writer bytes.
+    for name in ("int", "ndarray:uint8:9", "json", "nope"):
+        assert enc.mds_encode(name, b"abc") == b"abc"
+    with pytest.raises(ValueError, match="Unsupported encoding: nope"):
+        enc.mds_encode("nope", 1)
+
+
+def test_known_vectors() -> None:
+    assert enc.mds_encode("int", 99) == b"c\x00\x00\x00\x00\x00\x00\x00"
+    assert enc.mds_encode("float16", 42.0) == b"@Q"
+    assert enc.mds_encode("float32", 42.0) == b"\x00\x00(B"
+    assert enc.mds_encode("str_float", 42.0) == b"42.0"
+    assert enc.mds_encode("str_decimal", __import__("decimal").Decimal("4E15")) == b"4E+15"
+    data = enc.mds_encode("ndarray:int16", np.array([[1, 2, 3]], np.int16))
+    assert data == bytes.fromhex("08010301000200 0300".replace(" ", ""))
+
+
+def test_instances_are_cached_per_name() -> None:
+    assert enc.get_encoding("ndarray:uint16:2") is enc.get_encoding("ndarray:uint16:2")
+    assert enc.get_encoding("int") is enc.get_encoding("int")
+
+
+class Complex128(enc.Encoding):
+    size = 16
+
+    def encode(self, obj: complex) -> bytes:
+        return np.complex128(obj).tobytes()
+
+    def decode(self, data: bytes) -> complex:
+        return complex(np.frombuffer(data, np.complex128)[0])
+
+
+@pytest.fixture
+def registry() -> Iterator[dict]:
+    saved = dict(ref_path._encodings)
+    yield ref_path._encodings
+    ref_path._encodings.clear()
+    ref_path._encodings.update(saved)
+
+
+def test_the_reference_path_exports_the_live_dict() -> None:
+    assert ref_path._encodings is enc._encodings
+    assert ref_path._unsafe_encodings is enc._unsafe_encodings
+
+
+def test_user_encoding_through_the_documented_dict(registry: dict) -> None:
+    registry["complex128"] = Complex128
+    assert enc.is_mds_encoding("complex128")
+    assert enc.get_mds_encoded_size("complex128") == 16
+    assert enc.mds_decode("complex128", enc.mds_encode("complex128", 1 + 2j)) == 1 + 2j
+    assert ref_path.mds_decode("complex128", ref_path.mds_encode("complex128", 3j)) == 3j
+    assert isinstance(enc.get_encoding("complex128"), Complex128)
+    del registry["complex128"]
+    assert not enc.is_mds_encoding("complex128")  # the cached instance is not served any more
+
+
+def test_replacing_a_cached_encoding_takes_effect(registry: dict) -> None:
+    class LoudStr(enc.Str):
+        def decode(self, data: bytes) -> str:
+            return super().decode(data).upper()
+
+    assert enc.mds_decode("str", b"hi") == "hi"
+    registry["str"] = LoudStr
+    assert enc.mds_decode("str", b"hi") == "HI"
+
+
+def test_register_encoding(registry: dict) -> None:
+    enc.register_encoding("complex128", Complex128)
+    enc.register_encoding("complex128", Complex128)  # idempotent
+    assert enc.mds_encode("complex128", 1j) == np.complex128(1j).tobytes()
+    with pytest.raises(ValueError, match="already registered"):
+        enc.register_encoding("complex128", enc.Str)
+    with pytest.raises(ValueError, match="cannot contain ':'"):
+        enc.register_encoding("a:b", Complex128)
+
+
+def test_user_class_with_from_str_parses_configs(registry: dict) -> None:
+    class Padded(enc.Bytes):
+        def __init__(self, width: int = 4) -> None:
+            self.size = width
+
+        @classmethod
+        def from_str(cls, text: str) -> Padded:
+            return cls(int(text))
+
+    registry["padded"] = Padded
+    assert enc.get_mds_encoded_size("padded:12") == 12
+    assert not enc.is_mds_encoding("padded:x")
+
+
+def test_reference_class_api() -> None:
+    array = enc.NDArray.from_str("uint8:2,3")
+    assert (array.dtype, array.shape, array.size) == ("uint8", (2, 3), 6)
+    assert enc.NDArray().size is None and enc.NDArray.from_str("").dtype is None
+    assert enc.NDArray._value_dtype2int["float16"] == 18
+    scalar = enc.Scalar(np.uint16)
+    assert scalar.dtype is np.uint16 and scalar.size == 2
+    assert isinstance(enc.UInt16(), enc.Scalar) and enc.Float64().size == 8
+    assert isinstance(enc.PNGList().underlying_encoder(), enc.PNG)
+    assert isinstance(enc.JPEGList().underlying_encoder(), enc.JPEG)
+    assert isinstance(enc.PILList().underlying_encoder(), enc.PIL)
+    assert isinstance(enc.StrInt(), enc.StrEncoding)
+    assert enc.Int.size == 8 and enc.Bytes.size is None
+
+
+def test_every_reference_class_name_is_exported() -> None:
+    names = (
+        "Encoding Bytes Str Int NDArray Scalar UInt8 UInt16 UInt32 UInt64 Int8 Int16 Int32 Int64 "
+        "Float16 Float32 Float64 StrEncoding StrInt StrFloat StrDecimal PIL JPEG PNG Pickle JSON "
+        "List PILList JPEGList PNGList JPEGArray _encodings _unsafe_encodings get_mds_encodings "
+        "is_mds_encoding is_mds_encoding_safe mds_encode mds_decode get_mds_encoded_size"
+    ).split()
+    for name in names:
+        assert getattr(ref_path, name) is getattr(enc, name), name
+    assert set(names) == set(ref_path.__all__)
+
+
+def test_import_does_not_load_pillow() -> None:
+    code = "import sys, streaming.format.encodings; assert 'PIL' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+def test_missing_pillow_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(MissingDependencyError, match="pip install pillow"):
+        enc.mds_encode("png", object())
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_NAMES | {"ndarray:uint8:2,3", "ndarray:int16"}))
+def test_instances_pickle_for_spawned_workers(name: str) -> None:
+    import pickle
+
+    coder = pickle.loads(pickle.dumps(enc.get_encoding(name)))
+    assert type(coder) is type(enc.get_encoding(name))
+    assert coder.size == enc.get_encoding(name).size
