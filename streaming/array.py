@@ -1,0 +1,49 @@
+"""`Array`: a read-only sequence indexable like a numpy array (ints, slices, nested lists, arrays).
+
+Subclasses provide `size` and `get_item(idx)`; this module owns only the index resolution.
+Imports numpy only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+__all__ = ["Array"]
+
+
+class Array:
+    """A read-only list of items that can be fancy indexed like a numpy array.
+
+    `__getitem__` accepts a Python or numpy int (negative ints in ``[-size, 0)`` are wrapped, any
+    other int goes to `get_item` unchanged so the subclass decides how to fail), a slice (numpy's
+    semantics, returns a list), a list (recursively, so nested lists give nested lists) or an
+    ndarray (iterated along its first axis, recursively).
+    """
+
+    @property
+    def size(self) -> int:
+        """Number of items."""
+        raise NotImplementedError
+
+    def get_item(self, idx: int) -> Any:
+        """Return the item at ``0 <= idx < size``."""
+        raise NotImplementedError
+
+    def _each_slice_index(self, at: slice) -> Iterator[int]:
+        """Yield the indices a slice selects, resolved exactly as numpy/Python resolve them."""
+        yield from range(*at.indices(self.size))
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, (int, np.integer)):
+            size = self.size
+            if -size <= at < 0:
+                at += size
+            return self.get_item(int(at))
+        if isinstance(at, slice):
+            get_item = self.get_item
+            return [get_item(idx) for idx in self._each_slice_index(at)]
+        if isinstance(at, (list, np.ndarray)):
+            return [self.__getitem__(sub) for sub in at]
+        raise ValueError(f"Unsupported argument type passed to __getitem__: {type(at)}.")

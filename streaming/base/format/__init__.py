@@ -1,0 +1,33 @@
+"""Old import path `streaming.base.format`: aliases of `streaming.format`."""
+
+from __future__ import annotations
+
+from streaming.format import (
+    CSVReader,
+    CSVWriter,
+    FileInfo,
+    JSONReader,
+    JSONWriter,
+    MDSReader,
+    MDSWriter,
+    Reader,
+    TSVReader,
+    TSVWriter,
+    XSVReader,
+    XSVWriter,
+    _readers,
+    get_index_basename,
+    reader_from_json,
+)
+
+__all__ = [
+    "CSVWriter",
+    "FileInfo",
+    "JSONWriter",
+    "MDSWriter",
+    "Reader",
+    "TSVWriter",
+    "XSVWriter",
+    "get_index_basename",
+    "reader_from_json",
+]

@@ -1,0 +1,7 @@
+"""Old import path `streaming.base.format.mds`: aliases of `streaming.format.mds`."""
+
+from __future__ import annotations
+
+from streaming.format.mds import MDSReader, MDSWriter
+
+__all__ = ["MDSReader", "MDSWriter"]

@@ -1,0 +1,81 @@
+"""Bytes on disk: index.json, shard writers and readers for MDS, JSON lines and XSV.
+
+`reader_from_json` turns one index entry into the reader for its format; `load_readers` does it
+for a whole dataset directory. Importing this package never imports torch or the storage layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from streaming.errors import IndexFormatError
+from streaming.format.index import FileInfo, get_index_basename, load_index, shard_path
+from streaming.format.jsonl import JSONReader, JSONWriter
+from streaming.format.mds import MDSReader, MDSWriter
+from streaming.format.reader import JointReader, Reader, SplitReader
+from streaming.format.writer import JointWriter, SplitWriter, Writer
+from streaming.format.xsv import CSVReader, CSVWriter, TSVReader, TSVWriter, XSVReader, XSVWriter
+
+__all__ = [
+    "CSVReader",
+    "CSVWriter",
+    "FileInfo",
+    "JSONReader",
+    "JSONWriter",
+    "JointReader",
+    "JointWriter",
+    "MDSReader",
+    "MDSWriter",
+    "Reader",
+    "SplitReader",
+    "SplitWriter",
+    "TSVReader",
+    "TSVWriter",
+    "Writer",
+    "XSVReader",
+    "XSVWriter",
+    "get_index_basename",
+    "load_readers",
+    "reader_from_json",
+]
+
+# index `format` string -> reader class.
+_readers: dict[str, type[Reader]] = {
+    "csv": CSVReader,
+    "json": JSONReader,
+    "mds": MDSReader,
+    "tsv": TSVReader,
+    "xsv": XSVReader,
+}
+
+
+def reader_from_json(dirname: str, split: str | None, obj: Mapping[str, Any]) -> Reader:
+    """Build the reader for one index entry, chosen by its ``format``.
+
+    Raises:
+        IndexFormatError: wrong version (the reference's message), unknown format, or a
+            malformed entry.
+    """
+    if not isinstance(obj, Mapping):
+        raise IndexFormatError(f"Shard entry must be an object, got {obj!r:.200}.")
+    version = obj.get("version")
+    if version != 2:
+        raise IndexFormatError(
+            f"Unsupported streaming data version: {version}. Expected version 2.")
+    cls = _readers.get(obj.get("format"))  # type: ignore[arg-type]
+    if cls is None:
+        raise IndexFormatError(
+            f"Unsupported data format: {obj.get('format')!r}. Expected one of {sorted(_readers)}.")
+    return cls.from_json(dirname, split, dict(obj))
+
+
+def load_readers(dirname: str, split: str | None = None,
+                 filename: str | None = None) -> list[Reader]:
+    """Read ``<dirname>/<split>/index.json`` (or `filename`) and build a reader per shard.
+
+    Raises:
+        FileNotFoundError: no index file.
+        IndexFormatError: see `streaming.format.index.parse_index` and `reader_from_json`.
+    """
+    path = filename or shard_path(dirname, split, get_index_basename())
+    return [reader_from_json(dirname, split, obj) for obj in load_index(path)]

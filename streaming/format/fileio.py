@@ -1,0 +1,189 @@
+"""File mechanics shared by shard writers and readers: atomic writes and read-only mappings.
+
+Writers put a file under its final name only when it is complete (temp name + `os.replace`).
+Readers map shards read-only and keep a bounded number of mappings alive, because on Python
+< 3.13 every `mmap` holds a duplicated file descriptor. Knows nothing about shard layouts.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable, Sequence
+
+__all__ = ["MappingRegistry", "map_file", "prefetch", "write_atomic"]
+
+_IOV_MAX = 1024  # the Linux/macOS iovec limit per writev call
+_MADV_POPULATE_READ = 22  # Linux >= 5.14: map the pages now instead of faulting one by one
+_prefetch_advice = [_MADV_POPULATE_READ, getattr(mmap, "MADV_WILLNEED", None)]
+
+
+def _write_all(fd: int, parts: Sequence[Any]) -> None:
+    """Write every buffer in order with as few syscalls as possible, handling short writes."""
+    pending = [
+        part if isinstance(part, (bytes, bytearray)) else memoryview(part).cast("B")
+        for part in parts
+    ]
+    if not hasattr(os, "writev"):  # pragma: no cover - Windows
+        for part in pending:
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view):]
+        return
+    start = 0
+    while start < len(pending):
+        batch = pending[start:start + _IOV_MAX]
+        written = os.writev(fd, batch)
+        if written == sum(map(len, batch)):  # the usual case: everything went out
+            start += len(batch)
+            continue
+        for part in batch:  # a short write: skip what went out, resume mid-part
+            if written >= len(part):
+                written -= len(part)
+                start += 1
+                continue
+            pending[start] = memoryview(part)[written:]
+            break
+
+
+def write_atomic(path: str, parts: Sequence[Any]) -> None:
+    """Write `parts` (bytes-like, concatenated) to `path` so it never exists half-written.
+
+    The data goes to ``<path>.tmp.<pid>`` first and is renamed over `path` when complete; on any
+    error the temp file is removed and `path` is left untouched.
+    """
+    tmp = f"{path}.tmp.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        try:
+            _write_all(fd, parts)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def map_file(path: str) -> mmap.mmap | bytes:
+    """Map a whole file read-only; an empty file gives ``b''`` (mmap refuses length 0).
+
+    The file object is closed right away; the mapping stays valid even if the file is later
+    deleted (its pages live until the mapping is dropped).
+
+    Raises:
+        FileNotFoundError: the file does not exist (callers rely on this to trigger a download).
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if not size:
+            return b""
+        if sys.version_info >= (3, 13):  # no duplicated fd kept by the mapping
+            return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ, trackfd=False)
+        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def prefetch(view: memoryview, start: int, stop: int) -> None:
+    """Ask the kernel to map bytes ``start..stop`` of a mapped file before they are read.
+
+    A sequential reader about to touch a whole block saves one page fault per few pages. Falls
+    back to MADV_WILLNEED, then to nothing, where the advice is unsupported; never raises.
+    """
+    owner = view.obj
+    if not isinstance(owner, mmap.mmap) or stop <= start:
+        return
+    begin = start - start % mmap.ALLOCATIONGRANULARITY
+    while _prefetch_advice:
+        advice = _prefetch_advice[0]
+        if advice is None:
+            _prefetch_advice.clear()
+            return
+        try:
+            owner.madvise(advice, begin, stop - begin)
+            return
+        except (OSError, ValueError):
+            _prefetch_advice.pop(0)  # unsupported here: try the next advice from now on
+
+
+def _default_capacity() -> int:
+    """How many mappings to keep alive: a quarter of the soft fd limit, within [32, 4096]."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return 512
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(32, min(4096, soft // 4))
+
+
+class MappingRegistry:
+    """Bounds the number of live shard mappings in a process (oldest opened is dropped first).
+
+    Each reader registers its `drop` method when it maps a file; past `capacity`, the oldest
+    reader's method runs and that reader re-maps lazily on its next access. Readers are held
+    weakly, so the registry never keeps a discarded dataset alive. Dropping only forgets the
+    reader's reference: a mapping still used by a returned zero-copy view stays valid until that
+    view is released, so this never invalidates memory anyone holds.
+    """
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self._capacity = capacity
+        self._live: OrderedDict[int, weakref.WeakMethod] = OrderedDict()
+        self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):  # a lock held by another thread at fork time
+            ref = weakref.ref(self)  # would stay locked forever in the child
+            os.register_at_fork(after_in_child=lambda: _reset_lock(ref))
+
+    @property
+    def capacity(self) -> int:
+        """Most mappings kept alive at once (derived from the fd limit unless set)."""
+        if self._capacity is None:
+            self._capacity = _default_capacity()
+        return self._capacity
+
+    @capacity.setter
+    def capacity(self, value: int | None) -> None:
+        if value is not None and value < 1:
+            raise ValueError(f"The mapping capacity must be at least 1, got {value}.")
+        self._capacity = value
+
+    def opened(self, drop: Callable[[], None]) -> None:
+        """Record that `drop`'s owner now holds a mapping; may drop the oldest ones."""
+        victims = []
+        key = id(drop.__self__)  # type: ignore[attr-defined]
+        with self._lock:
+            self._live[key] = weakref.WeakMethod(drop)  # type: ignore[arg-type]
+            self._live.move_to_end(key)
+            while len(self._live) > self.capacity:
+                victims.append(self._live.popitem(last=False)[1])
+        for victim in victims:
+            method = victim()
+            if method is not None:
+                method()
+
+    def closed(self, owner: object) -> None:
+        """Forget `owner`'s mapping after it dropped it on its own."""
+        with self._lock:
+            self._live.pop(id(owner), None)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+
+def _reset_lock(ref: weakref.ref) -> None:
+    owner = ref()
+    if owner is not None:
+        owner._lock = threading.Lock()
+
+
+# The process-wide registry used by every reader.
+registry = MappingRegistry()

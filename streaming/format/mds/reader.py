@@ -1,0 +1,220 @@
+"""`MDSReader`: zero-copy random and sequential access to MDS shards.
+
+The shard is mapped read-only once; the offsets header is checked once (a truncated or
+inconsistent file raises `ShardFormatError` naming it) and then read in place. Random access
+slices the mapping; in-order reading decodes blocks of equally laid-out samples column by
+column through the encodings' `decode_many`, over strided views of the mapping.
+"""
+
+from __future__ import annotations
+
+import struct
+from itertools import pairwise
+from typing import Any, Iterator, NamedTuple
+
+import numpy as np
+
+from streaming.errors import ShardFormatError, UnsafeTypeError
+from streaming.format.encodings import Encoding, get_encoding, is_mds_encoding_safe
+from streaming.format.fileio import map_file, prefetch
+from streaming.format.index import FileInfo
+from streaming.format.reader import JointReader
+
+__all__ = ["MDSReader"]
+
+_UINT32 = struct.Struct("<I")
+_PAIR = struct.Struct("<II")
+_BLOCK = 4096  # samples decoded together on the sequential path
+
+
+class _Column(NamedTuple):
+    name: str
+    coder: Encoding
+    size: int | None  # fixed size from the index, None when the sample stores a length
+    slot: int  # index of this column's length in the sample header (variable columns only)
+
+
+class _Mapped(NamedTuple):
+    view: memoryview  # the whole shard file
+    offsets: np.ndarray  # (n + 1,) uint32 absolute sample offsets, a view of the header
+
+
+class MDSReader(JointReader):
+    """Reads one MDS shard.
+
+    Args:
+        dirname: local dataset directory.
+        split: optional split subdirectory.
+        column_encodings: encoding string per column.
+        column_names: column names, in the shard's (sorted) order.
+        column_sizes: fixed byte size per column, or None/0 for variable-size columns.
+        compression: compression spec of the zip form, or None.
+        hashes: hash algorithms recorded in the index.
+        raw_data: the uncompressed shard file.
+        samples: number of samples.
+        size_limit: the writer's shard size limit.
+        zip_data: the compressed shard file, if any.
+    """
+
+    format = "mds"
+    _required_keys = ("column_encodings", "column_names", "column_sizes")
+    _transient = ("_state", "_columns", "_head")
+
+    def __init__(self, dirname: str, split: str | None, column_encodings: list[str],
+                 column_names: list[str], column_sizes: list[int | None],
+                 compression: str | None, hashes: list[str], raw_data: FileInfo, samples: int,
+                 size_limit: int | str | None, zip_data: FileInfo | None) -> None:
+        super().__init__(dirname, split, compression, hashes, raw_data, samples, size_limit,
+                         zip_data)
+        self.column_encodings = column_encodings
+        self.column_names = column_names
+        self.column_sizes = column_sizes
+        self._columns: list[_Column] | None = None  # built on first decode (users may still
+        self._head: struct.Struct | None = None  # be registering custom encodings before)
+
+    def validate(self, allow_unsafe_types: bool) -> None:
+        """Refuse columns whose decoding can execute code (pickle) unless allowed.
+
+        Raises:
+            UnsafeTypeError: the reference's message, naming the column and its encoding.
+        """
+        if allow_unsafe_types:
+            return
+        for name, encoding in zip(self.column_names, self.column_encodings):
+            if not is_mds_encoding_safe(encoding):
+                raise UnsafeTypeError(
+                    f"Column {name} contains an unsafe type: {encoding}. To proceed anyway, set "
+                    "``allow_unsafe_types=True``."
+                )
+
+    def _plan(self) -> list[_Column]:
+        """Resolve each column's encoding once; variable columns get their header slot."""
+        if len(self.column_names) != len(self.column_encodings) or len(
+                self.column_names) != len(self.column_sizes):
+            raise ShardFormatError(
+                f"Shard {self.raw_data.basename}: column names, encodings and sizes differ in "
+                "length in the index."
+            )
+        columns, slots = [], 0
+        for name, encoding, size in zip(self.column_names, self.column_encodings,
+                                        self.column_sizes):
+            columns.append(_Column(name, get_encoding(encoding), size or None, slots))
+            slots += not size
+        self._head = struct.Struct(f"<{slots}I") if slots else None
+        self._columns = columns
+        return columns
+
+    def _load(self) -> _Mapped:
+        buf = map_file(self._path(self.raw_data))
+        size = len(buf)
+        if size < 8:
+            raise self._corrupt(self.raw_data, f"{size} bytes is too short for a header.")
+        num = _UINT32.unpack_from(buf, 0)[0]
+        if num != self.samples:
+            raise self._corrupt(
+                self.raw_data, f"its header says {num} samples, the index {self.samples}.")
+        first = 8 + 4 * num
+        if size < first:
+            raise self._corrupt(self.raw_data, f"{size} bytes cannot hold {num} offsets.")
+        offsets = np.frombuffer(buf, "<u4", num + 1, 4)
+        if offsets[0] < first or offsets[-1] > size or (np.diff(offsets.astype(np.int64)) < 0
+                                                          ).any():
+            raise self._corrupt(
+                self.raw_data, f"sample offsets are out of order or past its {size} bytes.")
+        return _Mapped(memoryview(buf), offsets)
+
+    def get_sample_data(self, idx: int) -> memoryview:
+        if not 0 <= idx < self.samples:
+            self._check_index(idx, self.raw_data.basename)
+        view = (self._state or self._opened()).view
+        begin, end = _PAIR.unpack_from(view, 4 + 4 * idx)
+        return view[begin:end]
+
+    def decode_sample(self, data: bytes | memoryview) -> dict[str, Any]:
+        """Decode one sample's bytes into ``{column: value}`` (columns in shard order).
+
+        Raises:
+            ShardFormatError: the lengths in the sample header do not add up to its size.
+        """
+        columns = self._columns or self._plan()
+        head = self._head
+        try:
+            lengths = head.unpack_from(data, 0) if head else ()
+        except struct.error:
+            raise ShardFormatError(f"A sample of {len(data)} bytes is shorter than its header "
+                                   f"in shard {self.raw_data.basename}.") from None
+        pos = head.size if head else 0
+        sample = {}
+        for name, coder, size, slot in columns:
+            end = pos + (lengths[slot] if size is None else size)
+            sample[name] = coder.decode(data[pos:end])
+            pos = end
+        if pos != len(data):
+            raise ShardFormatError(
+                f"A sample of shard {self.raw_data.basename} holds {len(data)} bytes but its "
+                f"columns take {pos}."
+            )
+        return sample
+
+    def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
+        """Decode samples ``start..stop-1`` in order, a block of equally laid-out samples at a
+        time (fixed-size columns of a block decode in one `decode_many` call)."""
+        stop = self.samples if stop is None else min(stop, self.samples)
+        start = max(start, 0)
+        if start >= stop:
+            return
+        state = self._opened()
+        columns = self._columns or self._plan()
+        for begin in range(start, stop, _BLOCK):
+            yield from self._decode_block(state, columns, begin, min(begin + _BLOCK, stop))
+
+    def _decode_block(self, state: _Mapped, columns: list[_Column], begin: int,
+                      end: int) -> Iterator[dict[str, Any]]:
+        offsets = state.offsets[begin:end + 1].astype(np.int64)
+        sizes = np.diff(offsets)
+        width = int(sizes[0])
+        prefetch(state.view, int(offsets[0]), int(offsets[-1]))
+        if width and (sizes == width).all():
+            rows = np.frombuffer(state.view, np.uint8, (end - begin) * width,
+                                 int(offsets[0])).reshape(end - begin, width)
+            layout = self._uniform_layout(rows, columns)
+            if layout is not None:
+                return self._decode_rows(rows, layout, state.view, offsets[:-1])
+        view = state.view
+        return (self.decode_sample(view[a:b]) for a, b in pairwise(offsets.tolist()))
+
+    def _uniform_layout(self, rows: np.ndarray,
+                        columns: list[_Column]) -> list[tuple[_Column, int, int]] | None:
+        """``(column, position, size)`` shared by every row, or None if the lengths vary."""
+        head = self._head
+        lengths: list[int] = []
+        if head is not None:
+            heads = np.ascontiguousarray(rows[:, :head.size]).view("<u4")
+            if not (heads == heads[0]).all():
+                return None
+            lengths = heads[0].tolist()
+        layout, pos = [], head.size if head else 0
+        for column in columns:
+            size = lengths[column.slot] if column.size is None else column.size
+            layout.append((column, pos, size))
+            pos += size
+        if pos != rows.shape[1]:
+            raise ShardFormatError(
+                f"Samples of shard {self.raw_data.basename} hold {rows.shape[1]} bytes but "
+                f"their columns take {pos}."
+            )
+        return layout
+
+    @staticmethod
+    def _decode_rows(rows: np.ndarray, layout: list[tuple[_Column, int, int]], view: memoryview,
+                     starts: np.ndarray) -> Iterator[dict[str, Any]]:
+        names, values = [], []
+        for column, pos, size in layout:
+            coder = column.coder
+            names.append(column.name)
+            if coder.fixed_dtype is not None and coder.size == size:
+                values.append(coder.decode_many(rows[:, pos:pos + size]))
+            else:
+                decode = coder.decode
+                values.append([decode(view[a:a + size]) for a in (starts + pos).tolist()])
+        return (dict(zip(names, row)) for row in zip(*values))

@@ -1,0 +1,376 @@
+"""The shared shard writer: buffering, size-limit arithmetic, shard files, index, output sink.
+
+`Writer` owns what every format shares (argument checks, when to cut a shard, hashing,
+compression, atomic files, index.json, the sink); `JointWriter` (one file per shard, MDS) and
+`SplitWriter` (data + offsets meta file, JSONL/XSV) say which files a shard has. Formats only
+encode samples and lay out shard bytes. No torch, no storage imports (the sink resolves those).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import struct
+import threading
+import warnings
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Any, Sequence
+
+import numpy as np
+
+from streaming.format.compression import compress, get_compression_extension, is_compression
+from streaming.format.fileio import write_atomic
+from streaming.format.hashing import get_hash, is_hash
+from streaming.format.index import dump_index, get_index_basename
+from streaming.format.sink import Sink, SinkError, open_sink
+from streaming.units import bytes_to_int
+
+__all__ = ["JointWriter", "SplitWriter", "Writer"]
+
+logger = logging.getLogger(__name__)
+
+_WRITER_KWARGS = ("progress_bar", "max_workers", "retry", "exist_ok")
+_MAX_OFFSET = 2**32 - 1  # shard byte offsets are uint32
+_UINT32 = struct.Struct("<I")
+
+
+def parse_compression(compression: str | None) -> str | None:
+    """Falsy means none; anything else must be a known ``algo`` or ``algo:level`` string."""
+    compression = compression or None
+    if compression and not is_compression(compression):
+        raise ValueError(f"Invalid compression: {compression}.")
+    return compression
+
+
+def parse_hashes(hashes: Sequence[str] | None) -> list[str]:
+    """Hash algorithms must be known and given in sorted order (the index records the list)."""
+    hashes = hashes or []
+    if list(hashes) != sorted(hashes):
+        raise ValueError("Hashes must be unique and in sorted order.")
+    for algo in hashes:
+        if not is_hash(algo):
+            raise ValueError(f"Invalid hash: {algo}.")
+    return hashes  # kept as given: the reference records the caller's object in the config
+
+
+def parse_size_limit(size_limit: int | str | None) -> int | None:
+    """Falsy means one shard for everything; else bytes (``"64mb"`` allowed) below 2**32."""
+    if not size_limit:
+        return None
+    value = bytes_to_int(size_limit)
+    if value < 0:
+        raise ValueError(f"`size_limit` must be greater than zero, instead, found as {value}.")
+    if value >= 2**32:
+        raise ValueError(
+            f"`size_limit` must be less than 2**32, instead, found as {value}. This is because "
+            "sample byte offsets are stored with uint32."
+        )
+    return value
+
+
+def uint32_offsets(sizes: Sequence[int], start: int) -> bytes:
+    """``start`` followed by the running sum of `sizes` from it, as little-endian uint32 bytes."""
+    offsets = np.empty(len(sizes) + 1, np.int64)
+    offsets[0] = start
+    np.cumsum(np.asarray(sizes, np.int64), out=offsets[1:])
+    offsets[1:] += start
+    return offsets.astype("<u4").tobytes()
+
+
+class Writer(ABC):
+    """Writes samples into shards of at most `size_limit` bytes plus an index.json.
+
+    Args:
+        out: local directory, remote URL, or ``(local, remote)`` pair (see `open_sink`).
+        keep_local: with a remote, keep the local files after they are sent.
+        compression: ``algo`` or ``algo:level``; when set only compressed files are written.
+        hashes: sorted algorithm names whose digests are recorded for every file.
+        size_limit: shard size budget in bytes (or ``"64mb"``); None/0 for a single shard.
+        extra_bytes_per_shard: bytes a shard costs before any sample (headers).
+        extra_bytes_per_sample: bytes each sample costs besides its encoding (offsets).
+        **kwargs: ``progress_bar``, ``max_workers``, ``retry``, ``exist_ok`` only.
+    """
+
+    format: str = ""
+    # Bytes of a shard's data file that the size accounting does not count (XSV's header line);
+    # only used to keep offsets within uint32.
+    _uncounted_bytes = 0
+
+    def __init__(self, *, out: str | tuple[str, str], keep_local: bool = False,
+                 compression: str | None = None, hashes: list[str] | None = None,
+                 size_limit: int | str | None = 1 << 26, extra_bytes_per_shard: int = 0,
+                 extra_bytes_per_sample: int = 0, **kwargs: Any) -> None:
+        self.compression = parse_compression(compression)
+        self.hashes = parse_hashes(hashes)
+        self.size_limit = parse_size_limit(size_limit)
+        invalid = [key for key in kwargs if key not in _WRITER_KWARGS]
+        if invalid:
+            raise ValueError(f"Invalid Writer argument(s): {invalid} ")
+        self.keep_local = keep_local
+        self.extra_bytes_per_shard = extra_bytes_per_shard
+        self.extra_bytes_per_sample = extra_bytes_per_sample
+        self.shards: list[dict[str, Any]] = []
+        self.event = threading.Event()  # set once the sink reported a failed transfer
+        self._finished = False
+        self._warned_oversize = False
+        self.local, self.cloud_writer = open_sink(
+            out, keep_local=keep_local, progress_bar=kwargs.get("progress_bar", False),
+            max_workers=kwargs.get("max_workers"), retry=kwargs.get("retry", 2),
+            exist_ok=kwargs.get("exist_ok", False),
+        )
+        self.remote = self.cloud_writer.remote
+        self._reset_cache()
+
+    @property
+    def executor(self) -> Any:
+        """The sink's transfer thread pool, if it has one (reference attribute)."""
+        return getattr(self.cloud_writer, "executor", None)
+
+    def _reset_cache(self) -> None:
+        """Start an empty shard buffer."""
+        self._parts: list[Any] = []  # every encoded piece of the buffered samples, in order
+        self._sizes: list[int] = []  # encoded bytes of each buffered sample
+        self.new_shard_size = self.extra_bytes_per_shard
+
+    @property
+    def new_samples(self) -> list[bytes]:
+        """The buffered samples' encodings (rebuilt on demand; the writer keeps pieces)."""
+        data = b"".join(self._parts)
+        ends = np.cumsum([0, *self._sizes]).tolist()
+        return [data[a:b] for a, b in zip(ends[:-1], ends[1:])]
+
+    @abstractmethod
+    def encode_parts(self, sample: dict[str, Any]) -> tuple[list[Any], int]:
+        """Encode one sample as pieces to concatenate, and their total size in bytes."""
+
+    def encode_sample(self, sample: dict[str, Any]) -> bytes:
+        """Encode one sample to the exact bytes it occupies in the shard."""
+        return b"".join(self.encode_parts(sample)[0])
+
+    def get_config(self) -> dict[str, Any]:
+        """The writer settings recorded in every shard entry (and embedded in MDS shards)."""
+        return {"version": 2, "format": self.format, "compression": self.compression,
+                "hashes": self.hashes, "size_limit": self.size_limit}
+
+    def write(self, sample: dict[str, Any]) -> None:
+        """Encode and buffer one sample, first closing the current shard if it would overflow.
+
+        QUIRK kept for byte compatibility: like the reference, the shard is closed whenever the
+        sample does not fit, even if the shard is empty, so a sample larger than `size_limit`
+        produces a zero-sample shard followed by an oversize one (we warn once).
+        """
+        if self._finished:
+            raise RuntimeError("Cannot write to a writer that has already finished.")
+        parts, size = self.encode_parts(sample)
+        cost = size + self.extra_bytes_per_sample
+        total = self.new_shard_size + cost
+        limit = self.size_limit
+        if (limit and limit < total) or total + self._uncounted_bytes > _MAX_OFFSET:
+            self._check_fits(cost)
+            self.flush_shard()
+            self._reset_cache()
+        self._parts += parts
+        self._sizes.append(size)
+        self.new_shard_size += cost
+
+    def _check_fits(self, cost: int) -> None:
+        """Warn about (or, past uint32 offsets, refuse) a sample bigger than a whole shard."""
+        alone = self.extra_bytes_per_shard + cost
+        if alone + self._uncounted_bytes > _MAX_OFFSET:
+            raise ValueError(
+                f"A sample of {cost} bytes cannot be stored: shard offsets are uint32, so a shard "
+                "must stay below 4 GiB."
+            )
+        if self.size_limit and alone > self.size_limit and not self._warned_oversize:
+            self._warned_oversize = True
+            warnings.warn(
+                f"A sample of {cost} bytes does not fit in a shard of size_limit="
+                f"{self.size_limit} (shards also spend {self.extra_bytes_per_shard} bytes on "
+                "headers); it gets a shard of its own, and, as in MosaicML Streaming, an empty "
+                "shard is written before it when nothing is buffered.", stacklevel=3,
+            )
+
+    @abstractmethod
+    def flush_shard(self) -> None:
+        """Write the buffered samples as the next shard and record its index entry."""
+
+    def _name_next_shard(self, extension: str | None = None) -> tuple[str, str | None]:
+        """``(raw, zip or None)`` file names of the next shard, e.g. ``shard.00003.mds.zstd``."""
+        parts = ["shard", f"{len(self.shards):05}", self.format]
+        if extension:
+            parts.append(extension)
+        raw = ".".join(parts)
+        if not self.compression:
+            return raw, None
+        return raw, f"{raw}.{get_compression_extension(self.compression)}"
+
+    def _file_info(self, data: Any, basename: str, size: int) -> dict[str, Any]:
+        hashes = {algo: get_hash(algo, data) for algo in self.hashes}
+        return {"basename": basename, "bytes": size, "hashes": hashes}
+
+    def _process_file(self, parts: list[Any], raw_basename: str,
+                      zip_basename: str | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Hash, optionally compress, and atomically write one shard file; return file infos.
+
+        Only one form is written: the compressed file when compression is on, else the raw one.
+        """
+        size = sum(map(len, parts))
+        whole = None
+        if self.hashes or zip_basename:
+            whole = parts[0] if len(parts) == 1 else b"".join(parts)
+        raw_info = self._file_info(whole, raw_basename, size)
+        if zip_basename is None:
+            self._put_file(raw_basename, parts)
+            return raw_info, None
+        packed = compress(self.compression, whole)
+        self._put_file(zip_basename, [packed])
+        return raw_info, self._file_info(packed, zip_basename, len(packed))
+
+    def _put_file(self, basename: str, parts: list[Any]) -> None:
+        path = os.path.join(self.local, basename)
+        write_atomic(path, parts)
+        self.cloud_writer.put(path, basename)
+
+    def _check_sink(self) -> None:
+        if self.cloud_writer.failed:
+            self.event.set()
+            self.cloud_writer.abort()
+            raise SinkError()
+
+    def _write_index(self) -> None:
+        """Write index.json once every shard file has reached its destination."""
+        if self._sizes:
+            raise RuntimeError("Internal error: not all samples have been written.")
+        wait = getattr(self.cloud_writer, "wait", None)
+        if wait is not None:
+            wait()  # never publish an index that points at a shard still in flight
+        self._put_file(get_index_basename(), [dump_index(self.shards).encode("utf-8")])
+
+    def finish(self) -> None:
+        """Flush the last shard, write index.json, wait for transfers, clean a temp local dir.
+
+        Raises:
+            Exception: ``One of the threads failed. ...`` if a transfer failed.
+        """
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self._check_sink()
+            if self._sizes:
+                self.flush_shard()
+                self._reset_cache()
+            self._write_index()
+            self.cloud_writer.finish()
+        except BaseException:
+            self.event.set()
+            self.cloud_writer.abort()
+            raise
+        finally:
+            self._clean_local()
+
+    def _finish_after_error(self) -> None:
+        """Publish only the shards already complete, dropping the unfinished buffer.
+
+        Improvement over the reference, which flushes the buffer and writes the index as if the
+        interrupted run had succeeded: here the index names only shards written before the
+        error, and is not published at all if a transfer failed. Never raises.
+        """
+        if self._finished:
+            return
+        self._finished = True
+        self._reset_cache()
+        try:
+            self._check_sink()
+            self._write_index()
+            self.cloud_writer.finish()
+        except BaseException as err:  # the caller's exception is the one that matters
+            logger.error("Could not write the index after an error: %s", err)
+            self.cloud_writer.abort()
+        finally:
+            self._clean_local()
+
+    def _clean_local(self) -> None:
+        if self.remote and not self.keep_local:
+            shutil.rmtree(self.local, ignore_errors=True)
+
+    def cancel_future_jobs(self) -> None:
+        """Cancel pending transfers (reference name)."""
+        self.cloud_writer.abort()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self._finish_after_error()
+
+
+class JointWriter(Writer):
+    """A writer whose shards are one self-describing file each (MDS)."""
+
+    @abstractmethod
+    def encode_joint_parts(self) -> list[Any]:
+        """The buffered samples laid out as one shard file, as pieces to concatenate."""
+
+    def encode_joint_shard(self) -> bytes:
+        """The buffered samples laid out as one shard file (reference API)."""
+        return b"".join(self.encode_joint_parts())
+
+    def flush_shard(self) -> None:
+        self._check_sink()
+        raw_name, zip_name = self._name_next_shard()
+        raw_info, zip_info = self._process_file(self.encode_joint_parts(), raw_name, zip_name)
+        entry = {"samples": len(self._sizes), "raw_data": raw_info, "zip_data": zip_info}
+        entry.update(self.get_config())
+        self.shards.append(entry)
+
+
+class SplitWriter(Writer):
+    """A writer whose shards are a data file plus a meta file of sample offsets (JSONL, XSV).
+
+    Only the data lines count against `size_limit` (no per-shard or per-sample extras).
+    """
+
+    extra_bytes_per_shard = 0
+    extra_bytes_per_sample = 0
+
+    def __init__(self, *, out: str | tuple[str, str], keep_local: bool = False,
+                 compression: str | None = None, hashes: list[str] | None = None,
+                 size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
+        super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
+                         size_limit=size_limit, extra_bytes_per_shard=0,
+                         extra_bytes_per_sample=0, **kwargs)
+
+    def data_header(self) -> bytes:
+        """Bytes at the start of every data file, before the first sample (XSV's header)."""
+        return b""
+
+    def encode_split_shard(self) -> tuple[bytes, bytes]:
+        """The buffered samples as ``(data file, meta file)`` bytes (reference API)."""
+        data, meta = self._split_parts()
+        return b"".join(data), meta
+
+    def _split_parts(self) -> tuple[list[Any], bytes]:
+        header = self.data_header()
+        config = json.dumps(self.get_config(), sort_keys=True).encode("utf-8")
+        meta = _UINT32.pack(len(self._sizes)) + uint32_offsets(self._sizes, len(header)) + config
+        return [header, *self._parts], meta
+
+    def flush_shard(self) -> None:
+        self._check_sink()
+        raw_data_name, zip_data_name = self._name_next_shard()
+        raw_meta_name, zip_meta_name = self._name_next_shard("meta")
+        data, meta = self._split_parts()
+        raw_data, zip_data = self._process_file(data, raw_data_name, zip_data_name)
+        raw_meta, zip_meta = self._process_file([meta], raw_meta_name, zip_meta_name)
+        entry = {"samples": len(self._sizes), "raw_data": raw_data, "zip_data": zip_data,
+                 "raw_meta": raw_meta, "zip_meta": zip_meta}
+        entry.update(self.get_config())
+        self.shards.append(entry)

@@ -1,0 +1,56 @@
+"""Helpers shared by the format tests: write a dataset, make its raw files local, compare."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+
+from streaming.format import load_readers
+from streaming.format.compression import decompress
+from streaming.format.index import load_index
+
+
+def materialise(dirname: str) -> None:
+    """Decompress every zip file of a dataset into its raw name, as the cache would."""
+    for entry in load_index(os.path.join(dirname, "index.json")):
+        for raw_key, zip_key in (("raw_data", "zip_data"), ("raw_meta", "zip_meta")):
+            if entry.get(zip_key):
+                with open(os.path.join(dirname, entry[zip_key]["basename"]), "rb") as file:
+                    data = decompress(entry["compression"], file.read())
+                with open(os.path.join(dirname, entry[raw_key]["basename"]), "wb") as file:
+                    file.write(data)
+
+
+def read_all(dirname: str) -> tuple[list[dict], list[dict]]:
+    """Every sample twice: by random access and by the sequential (batched) path."""
+    readers = load_readers(dirname)
+    by_index = [reader.get_item(i) for reader in readers for i in range(reader.samples)]
+    in_order = [sample for reader in readers for sample in reader]
+    return by_index, in_order
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equality that treats arrays and numpy scalars by value, dtype and shape."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and np.array_equal(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@contextmanager
+def scratch_dir() -> Iterator[str]:
+    """A fresh directory per hypothesis example (function-scoped fixtures are not reset)."""
+    out = tempfile.mkdtemp()
+    try:
+        yield out
+    finally:
+        shutil.rmtree(out)

@@ -1,0 +1,156 @@
+"""`streaming.format.index`: parsing, path safety and byte-exact writing of index.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streaming.errors import IndexFormatError, UnsafePathError
+from streaming.format import load_readers, reader_from_json
+from streaming.format.index import (
+    CorruptIndexError,
+    FileInfo,
+    ShardEntry,
+    check_basename,
+    dump_index,
+    get_index_basename,
+    load_index,
+    parse_index,
+    shard_path,
+)
+
+# The spec's example entry (MDS, columns a:str, b:int, c:ndarray:int16, two samples).
+EXAMPLE = (
+    '{"shards": [{"column_encodings": ["str", "int", "ndarray:int16"], "column_names": ["a", "b", '
+    '"c"], "column_sizes": [null, 8, null], "compression": null, "format": "mds", "hashes": [], '
+    '"raw_data": {"basename": "shard.00000.mds", "bytes": 271, "hashes": {}}, "samples": 2, '
+    '"size_limit": null, "version": 2, "zip_data": null}], "version": 2}'
+)
+
+
+def test_index_basename() -> None:
+    assert get_index_basename() == "index.json"
+
+
+def test_round_trip_is_byte_exact() -> None:
+    shards = parse_index(EXAMPLE)
+    entries = [ShardEntry.from_json(s) for s in shards]
+    assert dump_index([e.to_json() for e in entries]) == EXAMPLE
+    assert entries[0].raw_data == FileInfo("shard.00000.mds", 271, {})
+    assert entries[0].config["column_sizes"] == [None, 8, None]
+    assert list(entries[0].files()) == [entries[0].raw_data]
+
+
+def test_split_entry_round_trip() -> None:
+    obj = {"format": "json", "version": 2, "samples": 3, "compression": "zstd", "hashes": ["md5"],
+           "size_limit": 100, "columns": {"a": "int"}, "newline": "\n",
+           "raw_data": {"basename": "shard.00000.json", "bytes": 9, "hashes": {"md5": "x"}},
+           "zip_data": {"basename": "shard.00000.json.zstd", "bytes": 7, "hashes": {}},
+           "raw_meta": {"basename": "shard.00000.json.meta", "bytes": 20, "hashes": {}},
+           "zip_meta": {"basename": "shard.00000.json.meta.zstd", "bytes": 12, "hashes": {}}}
+    entry = ShardEntry.from_json(obj)
+    assert entry.to_json() == obj
+    assert [f.basename for f in entry.files()] == [
+        "shard.00000.json.meta", "shard.00000.json.meta.zstd", "shard.00000.json",
+        "shard.00000.json.zstd"]
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"version": 2, "shards": [', "not json", "\x00"])
+def test_corrupt_index_names_the_file(tmp_path, text: str) -> None:
+    path = tmp_path / "index.json"
+    path.write_text(text)
+    with pytest.raises(json.JSONDecodeError) as info:
+        load_index(str(path))
+    assert isinstance(info.value, IndexFormatError) and isinstance(info.value, CorruptIndexError)
+    assert str(info.value).startswith(f"Index file at {path} is empty or corrupted. ")
+
+
+def test_non_utf8_index(tmp_path) -> None:
+    path = tmp_path / "index.json"
+    path.write_bytes(b'{"version": 2, "shards": [], "x": "\xff"}')
+    with pytest.raises(IndexFormatError, match="is empty or corrupted"):
+        load_index(str(path))
+
+
+@pytest.mark.parametrize(
+    ("obj", "match"),
+    [
+        ({"version": 3, "shards": []},
+         "Unsupported streaming data version: 3. Expected version 2."),
+        ({"shards": []}, "missing the field `version`"),
+        ({"version": 2}, "`shards` list"),
+        ({"version": 2, "shards": [1]}, "`shards` list"),
+        ([1, 2], "Expected a JSON object"),
+    ],
+)
+def test_bad_top_level(obj: object, match: str) -> None:
+    with pytest.raises(IndexFormatError, match=match):
+        parse_index(json.dumps(obj))
+
+
+def test_missing_index_file(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_readers(str(tmp_path))
+
+
+def _entry(**changes: object) -> dict:
+    obj = parse_index(EXAMPLE)[0]
+    obj.update(changes)
+    return {k: v for k, v in obj.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"samples": _DROP}, "missing the field `samples`"),
+        ({"samples": -1}, "negative sample count"),
+        ({"samples": "2"}, "malformed `samples`"),
+        ({"samples": True}, "malformed `samples`"),
+        ({"raw_data": _DROP}, "missing the field `raw_data`"),
+        ({"raw_data": {"basename": "a", "bytes": "1"}}, "malformed `bytes`"),
+        ({"raw_data": {"bytes": 1}}, "missing the field `basename`"),
+        ({"raw_data": {"basename": "a", "bytes": 1, "hashes": []}}, "malformed `hashes`"),
+        ({"hashes": "md5"}, "malformed `hashes`"),
+        ({"compression": 3}, "malformed `compression`"),
+        ({"version": 1}, "Unsupported streaming data version: 1"),
+        ({"column_sizes": _DROP}, r"missing the field\(s\) \['column_sizes'\]"),
+        ({"format": "parquet"}, "Unsupported data format"),
+        ({"format": "json", "columns": {}, "newline": "\n"},
+         r"missing the field\(s\) \['raw_meta'\]"),
+        ({"raw_data": "shard.00000.mds"}, "malformed `raw_data`"),
+    ],
+)
+def test_bad_entries(changes: dict, match: str) -> None:
+    with pytest.raises(IndexFormatError, match=match):
+        reader_from_json("/data", None, _entry(**changes))
+
+
+def test_unknown_keys_are_tolerated() -> None:
+    reader = reader_from_json("/data", "train", _entry(future_key=1, another={"x": 1}))
+    assert reader.samples == 2 and reader.split == "train"
+    assert reader.column_sizes == [None, 8, None]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["/etc/passwd", "../x.mds", "a/../../x.mds", "a/..", "..", "C:\\x.mds", "c:x", "\\\\srv\\x",
+     "a\\..\\..\\x", "", "a\x00b"],
+)
+def test_unsafe_basenames(name: str) -> None:
+    with pytest.raises(UnsafePathError):
+        check_basename(name)
+    with pytest.raises(UnsafePathError):
+        reader_from_json("/data", None, _entry(raw_data={"basename": name, "bytes": 1}))
+    with pytest.raises(UnsafePathError):
+        ShardEntry.from_json(_entry(zip_data={"basename": name, "bytes": 1, "hashes": {}}))
+
+
+@pytest.mark.parametrize("name", ["shard.00000.mds", "p0/shard.00000.mds", "./a/b.mds", "a..b"])
+def test_safe_basenames(name: str) -> None:
+    assert check_basename(name) == name
+    assert shard_path("/d", "s", name) == f"/d/s/{name}"
+    assert shard_path("/d", None, name) == f"/d/{name}"

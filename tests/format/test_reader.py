@@ -1,0 +1,143 @@
+"""The shared reader base: sizes, cache set-up (`set_up_local`), eviction, file pairs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from formats_support import materialise
+from streaming.format import JSONWriter, MDSReader, MDSWriter, load_readers
+from streaming.format.fileio import MappingRegistry
+from streaming.format.index import FileInfo
+
+
+def listing(root) -> set[str]:
+    return {os.path.join(root, name) for name in os.listdir(root)}
+
+
+@pytest.fixture
+def zipped(tmp_path):
+    """An MDS dataset with one shard in both forms (raw decompressed next to the zip)."""
+    with MDSWriter(columns={"a": "int"}, out=str(tmp_path), compression="zstd") as writer:
+        for i in range(10):
+            writer.write({"a": i})
+    materialise(str(tmp_path))
+    reader = load_readers(str(tmp_path))[0]
+    return tmp_path, reader
+
+
+def test_sizes(zipped) -> None:
+    root, reader = zipped
+    raw = os.path.getsize(root / "shard.00000.mds")
+    packed = os.path.getsize(root / "shard.00000.mds.zstd")
+    assert reader.get_raw_size() == raw and reader.get_zip_size() == packed
+    assert reader.get_max_size() == raw + packed
+    assert reader.get_persistent_size(keep_zip=True) == raw + packed
+    assert reader.get_persistent_size(keep_zip=False) == raw
+    assert len(reader) == reader.size == 10
+    assert reader.file_pairs == [(reader.raw_data, reader.zip_data)]
+
+
+def test_set_up_local_keeps_both_when_safe(zipped) -> None:
+    root, reader = zipped
+    assert reader.set_up_local(listing(root), safe_keep_zip=True) == reader.get_max_size()
+    assert sorted(os.listdir(root)) == ["index.json", "shard.00000.mds", "shard.00000.mds.zstd"]
+
+
+def test_set_up_local_drops_zip_when_not_safe(zipped) -> None:
+    root, reader = zipped
+    # QUIRK fixed: the reference deleted the raw file here while counting its size.
+    assert reader.set_up_local(listing(root), safe_keep_zip=False) == reader.get_raw_size()
+    assert sorted(os.listdir(root)) == ["index.json", "shard.00000.mds"]
+    assert reader[3] == {"a": 3}
+
+
+def test_set_up_local_raw_without_zip_when_keeping_zips(zipped) -> None:
+    root, reader = zipped
+    os.remove(root / "shard.00000.mds.zstd")
+    assert reader.set_up_local(listing(root), safe_keep_zip=True) == 0
+    assert os.listdir(root) == ["index.json"]
+
+
+def test_set_up_local_zip_only(zipped) -> None:
+    root, reader = zipped
+    os.remove(root / "shard.00000.mds")
+    assert reader.set_up_local(listing(root), safe_keep_zip=False) == reader.get_zip_size()
+    assert reader.set_up_local(set(), safe_keep_zip=False) == 0
+
+
+def test_set_up_local_uncompressed(tmp_path) -> None:
+    with MDSWriter(columns={"a": "int"}, out=str(tmp_path)) as writer:
+        writer.write({"a": 1})
+    reader = load_readers(str(tmp_path))[0]
+    assert reader.get_zip_size() is None and reader.get_max_size() == reader.get_raw_size()
+    assert reader.set_up_local(listing(tmp_path), True) == reader.get_raw_size()
+    (tmp_path / "shard.00000.mds.zstd").write_bytes(b"x")
+    odd = MDSReader(str(tmp_path), None, ["int"], ["a"], [8], None, [], reader.raw_data, 1, None,
+                    FileInfo("shard.00000.mds.zstd", 1, {}))  # an index naming a zip form
+    with pytest.raises(ValueError, match="Shard is invalid: compression was not used, but has a "
+                                         "compressed form."):
+        odd.set_up_local(listing(tmp_path), True)
+
+
+def test_split_shard_partial_form_is_deleted(tmp_path) -> None:
+    with JSONWriter(columns={"a": "int"}, out=str(tmp_path), compression="gz") as writer:
+        writer.write({"a": 1})
+    materialise(str(tmp_path))
+    reader = load_readers(str(tmp_path))[0]
+    assert [pair[0].basename for pair in reader.file_pairs] == [
+        "shard.00000.json.meta", "shard.00000.json"]
+    os.remove(tmp_path / "shard.00000.json")  # raw form now partial (meta only)
+    assert reader.set_up_local(listing(tmp_path), False) == reader.get_zip_size()
+    assert sorted(os.listdir(tmp_path)) == [
+        "index.json", "shard.00000.json.gz", "shard.00000.json.meta.gz"]
+
+
+def test_evict_counts_index_sizes_of_present_files(zipped) -> None:
+    root, reader = zipped
+    assert reader[0] == {"a": 0}
+    os.remove(root / "shard.00000.mds.zstd")
+    assert reader.evict() == reader.get_raw_size()
+    assert reader.evict() == 0
+    assert os.listdir(root) == ["index.json"]
+
+
+def test_split_names_dirname(tmp_path) -> None:
+    with MDSWriter(columns={"a": "int"}, out=str(tmp_path / "train")) as writer:
+        writer.write({"a": 5})
+    reader = load_readers(str(tmp_path), "train")[0]
+    assert reader.dirname == str(tmp_path) and reader.split == "train" and reader[0] == {"a": 5}
+    assert reader.evict() > 0 and os.listdir(tmp_path / "train") == ["index.json"]
+
+
+def test_string_size_limit_and_negative() -> None:
+    info = FileInfo("shard.00000.mds", 1, {})
+    reader = MDSReader("/d", None, ["int"], ["a"], [8], None, [], info, 1, "1kb", None)
+    assert reader.size_limit == 1024
+    with pytest.raises(ValueError, match="must be greater than zero"):
+        MDSReader("/d", None, ["int"], ["a"], [8], None, [], info, 1, -1, None)
+
+
+class Owner:
+    def __init__(self) -> None:
+        self.dropped = 0
+
+    def drop(self) -> None:
+        self.dropped += 1
+
+
+def test_mapping_registry_drops_oldest_and_holds_owners_weakly() -> None:
+    reg = MappingRegistry(capacity=2)
+    owners = [Owner() for _ in range(4)]
+    for owner in owners:
+        reg.opened(owner.drop)
+    assert [o.dropped for o in owners] == [1, 1, 0, 0] and len(reg) == 2
+    reg.closed(owners[2])
+    assert len(reg) == 1
+    del owners[3]  # a discarded owner is never called back, nor kept alive
+    reg.opened(Owner().drop)
+    reg.opened(Owner().drop)
+    assert len(reg) == 2
+    with pytest.raises(ValueError):
+        reg.capacity = 0
