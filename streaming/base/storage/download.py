@@ -1,0 +1,235 @@
+"""Old import path `streaming.base.storage.download`: the reference's downloader classes.
+
+Each class is a thin adapter: it opens a `streaming.storage` store for the file's directory and
+calls `streaming.storage.transfer.fetch` (temp file + rename). The reference's argument checks
+and messages are kept; the scheme-to-class table is `DOWNLOADER_MAPPINGS`, as in the reference.
+Schemes the reference lacks (`https://`, `file://`) are served by a generic downloader.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import urllib.parse
+from typing import Any, ClassVar
+
+from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
+from streaming.storage.registry import get_store_spec, open_store, scheme_of
+from streaming.storage.transfer import fetch
+
+__all__ = [
+    "CloudDownloader",
+    "S3Downloader",
+    "SFTPDownloader",
+    "GCSDownloader",
+    "OCIDownloader",
+    "AzureDownloader",
+    "AzureDataLakeDownloader",
+    "HFDownloader",
+    "DatabricksUnityCatalogDownloader",
+    "DBFSDownloader",
+    "AlipanDownloader",
+    "LocalDownloader",
+    "DOWNLOADER_MAPPINGS",
+    "BOTOCORE_CLIENT_ERROR_CODES",
+    "GCS_ERROR_NO_AUTHENTICATION",
+]
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class CloudDownloader:
+    """Downloads single files by URL (the reference's interface over `streaming.storage`)."""
+
+    identifier: ClassVar[str] = ""
+    store_options: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self) -> None:
+        self._stores: dict[str, Any] = {}
+
+    @classmethod
+    def get(cls, remote_dir: str | None = None) -> CloudDownloader:
+        """The downloader for `remote_dir`'s scheme (local when None).
+
+        Raises:
+            ValueError: ``Unsupported remote path: <remote_dir>``.
+        """
+        if remote_dir is None:
+            return LocalDownloader()
+        prefix = scheme_of(remote_dir)
+        if prefix == "dbfs" and remote_dir.startswith("dbfs:/Volumes"):
+            prefix = "dbfs-uc"
+        if prefix in DOWNLOADER_MAPPINGS:
+            return DOWNLOADER_MAPPINGS[prefix]()
+        if get_store_spec(prefix) is not None:
+            return _ExtensionDownloader(prefix)
+        raise ValueError(f"Unsupported remote path: {remote_dir}")
+
+    @classmethod
+    def direct_download(
+        cls, remote: str | None, local: str, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Get a downloader, download one file, clean up."""
+        downloader = cls.get(remote)
+        downloader.download(remote, local, timeout)
+        downloader.clean_up()
+
+    @classmethod
+    def _client_identifier(cls) -> str:
+        """The URL scheme this downloader accepts (``""`` for local paths)."""
+        return cls.identifier
+
+    def download(self, remote: str | None, local: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Download `remote` to `local` unless `local` already exists.
+
+        Raises:
+            ValueError: no remote, or a remote of another scheme.
+            FileNotFoundError: the remote object does not exist.
+        """
+        if os.path.exists(local):
+            return
+        if not remote:
+            raise ValueError(
+                "In the absence of local dataset, path to remote dataset must be provided"
+            )
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        self._validate_remote_path(remote)
+        self._download_file_impl(remote, local, timeout)
+
+    def _validate_remote_path(self, remote: str) -> None:
+        actual = urllib.parse.urlparse(remote).scheme
+        if actual != self._client_identifier():
+            raise ValueError(
+                f"Expected remote path to start with url scheme of `{actual}`, got {remote}."
+            )
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        directory, name = _split_parent(remote)
+        store = self._stores.get(directory)
+        if store is None:
+            store = self._stores[directory] = open_store(directory, **self.store_options)
+        fetch(store, name, local, retries=1, timeout=timeout)
+
+    def clean_up(self) -> None:
+        """Forget the open stores (their clients close when collected)."""
+        self._stores.clear()
+
+
+def _split_parent(remote: str) -> tuple[str, str]:
+    """``(directory URL, file name)``; the store opens on the directory."""
+    if "://" in remote or remote.startswith("dbfs:"):
+        directory, _, name = remote.rstrip("/").rpartition("/")
+        return directory, name
+    return os.path.dirname(remote) or ".", os.path.basename(remote)
+
+
+class S3Downloader(CloudDownloader):
+    """Download from S3 or an S3-compatible server (``s3://bucket/key``)."""
+
+    identifier = "s3"
+
+
+class SFTPDownloader(CloudDownloader):
+    """Download over SFTP (``sftp://user:password@host:port/path``)."""
+
+    identifier = "sftp"
+
+
+class GCSDownloader(CloudDownloader):
+    """Download from Google Cloud Storage (``gs://bucket/key``)."""
+
+    identifier = "gs"
+
+
+class OCIDownloader(CloudDownloader):
+    """Download from OCI Object Storage (``oci://bucket@namespace/key``)."""
+
+    identifier = "oci"
+
+
+class AzureDownloader(CloudDownloader):
+    """Download from Azure Blob Storage: ``azure://<account>/<container>/<path>``."""
+
+    identifier = "azure"
+    store_options = {"layout": "account"}
+
+
+class AzureDataLakeDownloader(CloudDownloader):
+    """Download from Azure Data Lake Gen2 (``azure-dl://<filesystem>/<path>``)."""
+
+    identifier = "azure-dl"
+
+
+class HFDownloader(CloudDownloader):
+    """Download from a Hugging Face dataset repository (``hf://datasets/org/repo/path``)."""
+
+    identifier = "hf"
+
+
+class DBFSDownloader(CloudDownloader):
+    """Download from Databricks DBFS (``dbfs:/path``)."""
+
+    identifier = "dbfs"
+
+
+class DatabricksUnityCatalogDownloader(CloudDownloader):
+    """Download from a Databricks Unity Catalog volume (``dbfs:/Volumes/...``)."""
+
+    identifier = "dbfs-uc"
+
+    def _validate_remote_path(self, remote: str) -> None:
+        parts = remote.split("/")
+        provider_prefix = posixpath.join(*parts[:2]) if len(parts) > 1 else remote
+        if provider_prefix != "dbfs:/Volumes":
+            raise ValueError(
+                "Expected path prefix to be `dbfs:/Volumes` if it is a Databricks Unity Catalog, "
+                f"instead, got {provider_prefix} for remote={remote}."
+            )
+
+
+class AlipanDownloader(CloudDownloader):
+    """`alipan://` is not supported by shardstream; constructing one says so."""
+
+    identifier = "alipan"
+
+    def __init__(self) -> None:
+        raise NotImplementedError(
+            "alipan:// remotes are not supported by shardstream; copy the data to a supported "
+            "store (s3, gs, azure, sftp, hf, oci, dbfs, https or a local path)."
+        )
+
+
+class LocalDownloader(CloudDownloader):
+    """Copy from a local path (temp file + rename)."""
+
+    identifier = ""
+
+
+class _ExtensionDownloader(CloudDownloader):
+    """Schemes the reference lacks but `open_store` serves (https, http, file, memory)."""
+
+    def __init__(self, scheme: str) -> None:
+        super().__init__()
+        self.scheme = scheme
+
+    def _validate_remote_path(self, remote: str) -> None:
+        if scheme_of(remote) != self.scheme:
+            super()._validate_remote_path(remote)
+
+
+DOWNLOADER_MAPPINGS: dict[str, type[CloudDownloader]] = {
+    cls.identifier: cls
+    for cls in (
+        S3Downloader,
+        SFTPDownloader,
+        GCSDownloader,
+        OCIDownloader,
+        HFDownloader,
+        AzureDownloader,
+        AzureDataLakeDownloader,
+        DatabricksUnityCatalogDownloader,
+        DBFSDownloader,
+        AlipanDownloader,
+        LocalDownloader,
+    )
+}

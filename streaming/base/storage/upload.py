@@ -1,0 +1,261 @@
+"""Old import path `streaming.base.storage.upload`: the reference's uploader classes.
+
+Thin adapters over `streaming.storage`: `CloudUploader.get` picks a class by the scheme of
+`out` (table `UPLOADERS`, as in the reference), `upload_file` is `transfer.push` with `retry`
+attempts, `list_objects` lists the store. Writers themselves use `streaming.storage.sink`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import urllib.parse
+from enum import Enum
+from typing import Any, ClassVar
+
+from streaming.base.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
+from streaming.storage.base import join_key, split_url
+from streaming.storage.registry import open_store
+from streaming.storage.transfer import push
+
+__all__ = [
+    "CloudUploader",
+    "S3Uploader",
+    "GCSUploader",
+    "OCIUploader",
+    "HFUploader",
+    "AzureUploader",
+    "AzureDataLakeUploader",
+    "DatabricksUploader",
+    "DatabricksUnityCatalogUploader",
+    "DBFSUploader",
+    "AlipanUploader",
+    "LocalUploader",
+    "GCSAuthentication",
+    "UPLOADERS",
+    "BOTOCORE_CLIENT_ERROR_CODES",
+    "GCS_ERROR_NO_AUTHENTICATION",
+]
+
+logger = logging.getLogger(__name__)
+
+UPLOADERS = {
+    "s3": "S3Uploader",
+    "gs": "GCSUploader",
+    "oci": "OCIUploader",
+    "hf": "HFUploader",
+    "azure": "AzureUploader",
+    "azure-dl": "AzureDataLakeUploader",
+    "dbfs:/Volumes": "DatabricksUnityCatalogUploader",
+    "dbfs": "DBFSUploader",
+    "alipan": "AlipanUploader",
+    "": "LocalUploader",
+}
+
+_BAD_OUT = (
+    "Invalid `out` argument. It is either a string of local/remote directory or a list "
+    "of two strings with [local, remote]."
+)
+
+
+class GCSAuthentication(Enum):
+    HMAC = 1
+    SERVICE_ACCOUNT = 2
+
+
+def _remote_of(out: str | tuple[str, str]) -> str | None:
+    return out if isinstance(out, str) else out[1]
+
+
+class CloudUploader:
+    """Copies a writer's local files to `remote` (the reference's interface).
+
+    Args:
+        out: a local directory, a remote URL (a temp directory becomes `local`), or a
+            ``(local, remote)`` pair.
+        keep_local: keep each local file after it has been uploaded.
+        progress_bar: accepted for compatibility; uploads draw no bars here.
+        retry: attempts per file.
+        exist_ok: allow a non-empty local directory.
+
+    Raises:
+        ValueError: a malformed `out` or an unknown scheme (the reference's messages).
+        FileExistsError: ``Directory is not empty: <local>``.
+    """
+
+    store_options: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def get(
+        cls,
+        out: str | tuple[str, str],
+        keep_local: bool = False,
+        progress_bar: bool = False,
+        retry: int = 2,
+        exist_ok: bool = False,
+    ) -> Any:
+        """The uploader class for `out`'s scheme, instantiated."""
+        _validate_out(out)
+        remote = _remote_of(out) or ""
+        prefix = urllib.parse.urlparse(remote).scheme
+        if prefix == "dbfs" and remote.startswith("dbfs:/Volumes"):
+            prefix = "dbfs:/Volumes"
+        uploader = getattr(sys.modules[__name__], UPLOADERS[prefix])
+        return uploader(out, keep_local, progress_bar, retry, exist_ok)
+
+    def _validate(self, out: str | tuple[str, str]) -> None:
+        _validate_out(out)
+
+    def __init__(
+        self,
+        out: str | tuple[str, str],
+        keep_local: bool = False,
+        progress_bar: bool = False,
+        retry: int = 2,
+        exist_ok: bool = False,
+    ) -> None:
+        _validate_out(out)
+        self.keep_local = keep_local
+        self.progress_bar = progress_bar
+        self.retry = retry
+        if isinstance(out, str):
+            if urllib.parse.urlparse(out).scheme:
+                self.local, self.remote = tempfile.mkdtemp(), out
+            else:
+                self.local, self.remote = out, None
+        else:
+            self.local, self.remote = out[0], out[1]
+        if os.path.exists(self.local) and os.listdir(self.local):
+            if not exist_ok:
+                raise FileExistsError(f"Directory is not empty: {self.local}")
+            logger.warning(
+                "Directory %s exists and is not empty; continuing because exist_ok is True.",
+                self.local,
+            )
+        os.makedirs(self.local, exist_ok=True)
+        self._store: Any = None
+
+    @property
+    def store(self) -> Any:
+        """The `streaming.storage` store of `remote` (opened on first use)."""
+        if self._store is None and self.remote:
+            self._store = open_store(self.remote, **self.store_options)
+        return self._store
+
+    def upload_file(self, filename: str) -> None:
+        """Upload ``local/filename`` to ``remote/filename``, then drop the local copy."""
+        if not self.remote:
+            return
+        local = os.path.join(self.local, filename)
+        push(self.store, local, filename.replace(os.sep, "/"), retries=self.retry)
+        self.clear_local(local)
+
+    def list_objects(self, prefix: str | None = None) -> list[str]:
+        """Object keys below `remote` starting with `prefix`, relative to the bucket root."""
+        _, _, root = split_url(self.remote or "")
+        return [join_key(root, path) for path in self.store.list(prefix or "")]
+
+    def clear_local(self, local: str) -> None:
+        """Delete `local` unless `keep_local`."""
+        if not self.keep_local and os.path.isfile(local):
+            os.remove(local)
+
+
+def _validate_out(out: Any) -> None:
+    if isinstance(out, str):
+        remote = out
+    else:
+        if len(out) != 2:
+            raise ValueError(_BAD_OUT)
+        remote = out[1]
+    scheme = urllib.parse.urlparse(remote).scheme if isinstance(remote, str) else None
+    if scheme not in UPLOADERS:
+        raise ValueError(f"Invalid Cloud provider prefix: {scheme}.")
+
+
+class S3Uploader(CloudUploader):
+    """Upload to S3 or an S3-compatible server (honours `S3_ENDPOINT_URL`, `S3_CANNED_ACL`)."""
+
+
+class GCSUploader(CloudUploader):
+    """Upload to Google Cloud Storage (HMAC via `GCS_KEY`/`GCS_SECRET`, else ADC)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if os.environ.get("GCS_KEY") and os.environ.get("GCS_SECRET"):
+            self.authentication = GCSAuthentication.HMAC
+        else:
+            self.authentication = GCSAuthentication.SERVICE_ACCOUNT
+            if not os.environ.get("STORAGE_EMULATOR_HOST"):
+                _require_adc()
+
+
+def _require_adc() -> None:
+    """Fail at construction, as the reference does, when no Google credentials exist."""
+    try:
+        from google.auth import default
+        from google.auth.exceptions import DefaultCredentialsError
+    except ImportError:
+        return  # the store will name the missing package on first use
+    try:
+        default()
+    except (DefaultCredentialsError, OSError) as err:
+        raise ValueError(GCS_ERROR_NO_AUTHENTICATION) from err
+
+
+class OCIUploader(CloudUploader):
+    """Upload to OCI Object Storage (``oci://bucket@namespace/path``)."""
+
+
+class HFUploader(CloudUploader):
+    """Upload to a Hugging Face dataset repository (token from `HF_TOKEN`)."""
+
+
+class AzureUploader(CloudUploader):
+    """Upload to Azure Blob Storage: ``azure://<container>/<path>``, account from the env."""
+
+    store_options = {"layout": "container"}
+
+
+class AzureDataLakeUploader(CloudUploader):
+    """Upload to Azure Data Lake Gen2 (``azure-dl://<filesystem>/<path>``)."""
+
+
+class DatabricksUploader(CloudUploader):
+    """Common base of the Databricks uploaders (credentials from `DATABRICKS_*`)."""
+
+
+class DatabricksUnityCatalogUploader(DatabricksUploader):
+    """Upload to a Unity Catalog volume (``dbfs:/Volumes/...``)."""
+
+
+class DBFSUploader(DatabricksUploader):
+    """Upload to Databricks DBFS (``dbfs:/path``)."""
+
+
+class AlipanUploader(CloudUploader):
+    """`alipan://` is not supported by shardstream; constructing one says so."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("alipan:// remotes are not supported by shardstream.")
+
+
+class LocalUploader(CloudUploader):
+    """Copy into a second local directory (`remote`), or keep files where they are."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.remote:
+            os.makedirs(self.remote, exist_ok=True)
+
+    def list_objects(self, prefix: str | None = None) -> list[str]:
+        """Sorted absolute paths of files under `local` that start with ``local/prefix``."""
+        start = os.path.join(self.local, prefix or "")
+        found = []
+        for dirpath, _, files in os.walk(self.local):
+            found.extend(
+                path for name in files if (path := os.path.join(dirpath, name)).startswith(start)
+            )
+        return sorted(found)

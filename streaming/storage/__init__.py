@@ -1,0 +1,15 @@
+"""Storage: one small interface (`Store`) over every URL scheme, and safe transfers above it.
+
+`open_store(url, **options)` resolves the scheme through `registry` and imports the backend on
+first use; `transfer.fetch` / `transfer.push` add retries, temp-file + rename and checks;
+`sink.RemoteSink` uploads a writer's files. Nothing here knows about shards, caches or torch.
+"""
+
+from __future__ import annotations
+
+from streaming.storage.base import Store
+from streaming.storage.registry import open_store, register_store, registered_schemes
+from streaming.storage.transfer import TransferResult, fetch, push
+
+__all__ = ["Store", "TransferResult", "fetch", "open_store", "push", "register_store",
+           "registered_schemes"]

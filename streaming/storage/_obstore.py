@@ -1,0 +1,192 @@
+"""The part of the s3/azure/http backends that is the same for all: calls into obstore.
+
+A subclass only builds the obstore store for its URL (`_connect`); this class maps the `Store`
+interface onto obstore's free functions and its errors onto `FileNotFoundError` /
+`PermissionError`. obstore's own retries are off by default so that the transfer layer is the
+one place that decides how often to try.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Iterator, Literal, TypedDict
+
+import obstore
+from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
+
+from streaming.storage.base import MeteredWriter, ProgressFn, Store
+
+__all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings"]
+
+_STREAM_CHUNK = 8 << 20
+
+
+class ClientOptions(TypedDict, total=False):
+    """HTTP settings shared by every obstore-backed store."""
+
+    connect_timeout: float
+    """Seconds to establish a connection (default 10)."""
+    read_timeout: float
+    """Seconds a response may stall without data before the attempt fails (default 60)."""
+    max_retries: int
+    """obstore's internal retries per request (default 0: `transfer.fetch` retries instead)."""
+    allow_http: bool
+    """Permit plain-http endpoints (default: only when the endpoint URL says http://)."""
+    root_certificate: str
+    """PEM text of an extra CA to trust (self-signed test servers, private CAs)."""
+    parallel_threshold: int
+    """Objects of at least this many bytes download in parts over concurrent connections
+    (default 32 MiB; one connection rarely fills a cloud link). 0 turns it off."""
+    part_size: int
+    """Bytes per part of a parallel download (default 8 MiB)."""
+    parallelism: int
+    """Connections per parallel download (default 4; 1 turns parallel parts off)."""
+
+
+def client_settings(options: dict[str, Any], *, allow_http: bool = False) -> dict[str, Any]:
+    """Split our `ClientOptions` into obstore's ``client_options`` and ``retry_config``."""
+    client: dict[str, Any] = {
+        "connect_timeout": timedelta(seconds=float(options.pop("connect_timeout", 10))),
+        "read_timeout": timedelta(seconds=float(options.pop("read_timeout", 60))),
+        # A whole-request cap would cut large objects off; `fetch` bounds each attempt instead.
+        "timeout": timedelta(hours=24),
+        "allow_http": bool(options.pop("allow_http", allow_http)),
+    }
+    cert = options.pop("root_certificate", None)
+    if cert:
+        client["root_certificate"] = cert
+    retry = {"max_retries": int(options.pop("max_retries", 0))}
+    return {"client_options": client, "retry_config": retry}
+
+
+def parallel_settings(options: dict[str, Any],
+                      default_threshold: int = 32 << 20) -> tuple[int, int, int]:
+    """``(threshold, part size, parallelism)`` for ranged downloads, popped from `options`."""
+    threshold = int(options.pop("parallel_threshold", default_threshold))
+    part = int(options.pop("part_size", 8 << 20))
+    workers = int(options.pop("parallelism", 4))
+    if part < 1 or workers < 1:
+        raise ValueError(f"part_size and parallelism must be positive, got {part}, {workers}")
+    return threshold, part, workers
+
+
+class ObstoreBackedStore(Store):
+    """A `Store` whose client is an ``obstore.store.*Store`` rooted at the same place.
+
+    Subclasses call `_configure(options)` in their constructor; it consumes the shared
+    `ClientOptions` keys.
+    """
+
+    def _configure(self, options: dict[str, Any], *, allow_http: bool,
+                   parallel_threshold: int = 32 << 20) -> None:
+        self._parallel = parallel_settings(options, parallel_threshold)
+        self._settings = client_settings(options, allow_http=allow_http)
+        if options:
+            raise TypeError(f"Unknown {type(self).__name__} option(s): {sorted(options)}")
+
+    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+        if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):
+            return "denied"
+        return super()._classify(err)
+
+    def get(self, path: str) -> bytes:
+        with self._errors(path):
+            return bytes(obstore.get(self._client(), path).bytes())
+
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        with self._errors(path):
+            try:
+                return bytes(obstore.get_range(self._client(), path, start=start, end=end))
+            except GenericError:
+                # Servers refuse a range that starts at or past the end (416); a file read
+                # would return nothing there, and so do we. Anything else is a real error.
+                if start >= self.size(path):
+                    return b""
+                raise
+
+    def size(self, path: str) -> int:
+        with self._errors(path):
+            return int(obstore.head(self._client(), path)["size"])
+
+    def iter_chunks(self, path: str) -> Iterator[bytes]:
+        with self._errors(path):
+            result = obstore.get(self._client(), path)
+            for chunk in result.stream(min_chunk_size=_STREAM_CHUNK):
+                yield bytes(chunk)
+
+    def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
+                 deadline: float | None = None) -> int:
+        threshold, part, workers = self._parallel
+        with self._errors(path), open(local_path, "wb") as f:
+            out = MeteredWriter(f, progress, deadline)
+            result = obstore.get(self._client(), path)
+            size = int(result.meta["size"])
+            if threshold and workers > 1 and size >= max(threshold, 2 * part):
+                return self._download_parts(path, result, out, size)
+            for chunk in result.stream(min_chunk_size=_STREAM_CHUNK):
+                out.write(memoryview(chunk))
+        return out.bytes_written
+
+    def _download_parts(self, path: str, first: Any, out: MeteredWriter, size: int) -> int:
+        """Stream the first part from the open GET while ranged GETs fetch the rest.
+
+        Each part is written at its own offset, so the parts may finish in any order; the
+        deadline and progress go through `out` as for a streamed download.
+        """
+        _, part, workers = self._parallel
+        out.truncate(size)
+        client = self._client()
+
+        # Pin every part to the version the first GET saw: an object replaced mid-download
+        # fails the attempt (retried whole) instead of mixing two versions in one file.
+        etag = first.meta.get("e_tag")
+
+        def fetch_part(start: int) -> None:
+            options: dict[str, Any] = {"range": (start, min(size, start + part))}
+            if etag:
+                options["if_match"] = etag
+            data = obstore.get(client, path, options=options).bytes()  # type: ignore[arg-type]
+            if len(data) != min(part, size - start):
+                raise ConnectionError(f"short range read of {self.url_for(path)} at {start}")
+            out.write_at(memoryview(data), start)
+
+        with ThreadPoolExecutor(workers - 1, thread_name_prefix="shardstream-range") as pool:
+            futures = [pool.submit(fetch_part, start) for start in range(part, size, part)]
+            try:
+                _write_first_part(first, out, part, self.url_for(path))
+                for future in futures:
+                    future.result()
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        return size
+
+    def upload(self, local_path: str, path: str) -> None:
+        with self._errors(path):
+            obstore.put(self._client(), path, Path(local_path))
+
+    def list(self, prefix: str = "") -> list[str]:
+        # obstore lists by directory; narrow to the string prefix ourselves.
+        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else None
+        with self._errors(prefix):
+            found = []
+            for batch in obstore.list(self._client(), prefix=directory):
+                found.extend(meta["path"] for meta in batch if meta["path"].startswith(prefix))
+        return sorted(found)
+
+
+def _write_first_part(result: Any, out: MeteredWriter, part: int, url: str) -> None:
+    """Copy the first `part` bytes of an open GET to offset 0, then drop the stream."""
+    offset = 0
+    for chunk in result.stream(min_chunk_size=_STREAM_CHUNK):
+        view = memoryview(chunk)[: part - offset]
+        out.write_at(view, offset)
+        offset += len(view)
+        if offset >= part:
+            return  # ranged GETs fetch the rest; dropping the stream closes its connection
+    raise ConnectionError(f"short read of {url}: {offset} of the first {part} bytes")

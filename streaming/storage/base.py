@@ -1,0 +1,266 @@
+"""The `Store` interface every URL scheme implements, plus the small helpers backends share.
+
+A store is rooted at a URL; every path it takes is relative to that root. Backends translate
+their client's errors into `FileNotFoundError` / `PermissionError` naming the full URL (never
+retried) and let everything else through (retried by `streaming.storage.transfer`). Nothing here
+knows about shards, caches or retries.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.parse
+import uuid
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from typing import IO, Any, Callable, ClassVar, Iterator, Literal
+
+__all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
+           "split_url", "join_key", "temp_name_for"]
+
+ProgressFn = Callable[[int], None]
+"""Called with the number of bytes just moved (an increment, not a running total)."""
+
+_CHUNK_BYTES = 8 << 20
+
+
+class ObjectNotFoundError(FileNotFoundError):
+    """A store has no object at a path; the message names the full URL. Never retried."""
+
+
+class AccessDeniedError(PermissionError):
+    """A store refused the credentials or the operation; the message names the URL."""
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """Split a URL into ``(scheme, netloc, key prefix without surrounding slashes)``."""
+    parsed = urllib.parse.urlsplit(url)
+    return parsed.scheme, parsed.netloc, parsed.path.strip("/")
+
+
+def temp_name_for(path: str) -> str:
+    """A sibling name no other process or thread will pick: ``<name>.tmp.<pid>.<random>``."""
+    return f"{path}.tmp.{os.getpid()}.{uuid.uuid4().hex[:12]}"
+
+
+def join_key(*parts: str) -> str:
+    """Join object-key fragments with single slashes, dropping empty ones."""
+    return "/".join(part.strip("/") for part in parts if part and part.strip("/"))
+
+
+class MeteredWriter:
+    """A write-only file wrapper that reports progress and enforces a deadline.
+
+    SDKs that download "into a file object" call `write` once per received chunk, so this is
+    where a per-attempt timeout can interrupt a transfer that is slow but not stalled.
+    """
+
+    def __init__(self, file: IO[bytes], progress: ProgressFn | None = None,
+                 deadline: float | None = None) -> None:
+        self._file = file
+        self._progress = progress
+        self._deadline = deadline
+        self._lock = threading.Lock()
+        self.bytes_written = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self._check_deadline()
+        count = self._file.write(data)
+        count = len(data) if count is None else count
+        self.bytes_written += count
+        if self._progress is not None:
+            self._progress(count)
+        return count
+
+    def write_at(self, data: bytes | memoryview, offset: int) -> int:
+        """Write at an absolute offset without moving the file position.
+
+        Safe to call from several threads at once; `progress` is then called from those threads.
+        """
+        self._check_deadline()
+        view, count = memoryview(data), 0
+        while count < len(view):
+            count += os.pwrite(self._file.fileno(), view[count:], offset + count)
+        with self._lock:
+            self.bytes_written += count
+        if self._progress is not None:
+            self._progress(count)
+        return count
+
+    def truncate(self, size: int) -> None:
+        """Set the file's length up front, so parts can land at any offset."""
+        self._file.truncate(size)
+
+    def _check_deadline(self) -> None:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise TimeoutError("transfer exceeded its time limit")
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._file.seek(offset, whence)
+
+    def writable(self) -> bool:
+        return True
+
+
+class Store(ABC):
+    """Object storage rooted at one URL.
+
+    Subclasses set `scheme` and the capability flags, implement the abstract methods, and keep
+    every client object in attributes named in `_transient` so the store pickles into spawned
+    workers and rebuilds its client there (see `_client`).
+
+    Args:
+        url: the root; paths passed to methods are relative to it.
+    """
+
+    scheme: ClassVar[str] = ""
+    supports_writes: ClassVar[bool] = True
+    supports_listing: ClassVar[bool] = True
+    supports_ranges: ClassVar[bool] = True
+    # Attributes dropped when pickling; rebuilt lazily in the receiving process.
+    _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_client_pid", "_client_lock")
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/") if "://" in url else url
+        self._client_obj: Any = None
+        self._client_pid: int | None = None
+        self._client_lock = threading.Lock()
+
+    # ---- the interface -----------------------------------------------------------------------
+
+    @abstractmethod
+    def get(self, path: str) -> bytes:
+        """The whole object."""
+
+    @abstractmethod
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the object (fewer only if the object is shorter)."""
+
+    @abstractmethod
+    def size(self, path: str) -> int:
+        """The object's length in bytes."""
+
+    @abstractmethod
+    def upload(self, local_path: str, path: str) -> None:
+        """Store the local file under `path`, replacing any existing object."""
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> list[str]:
+        """Sorted relative paths of every object (recursively) whose path starts with `prefix`."""
+
+    def exists(self, path: str) -> bool:
+        """Whether an object exists at `path` (permission problems still raise)."""
+        try:
+            self.size(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
+                 deadline: float | None = None) -> int:
+        """Write the object into `local_path` (created or truncated) and return its size.
+
+        Not atomic on its own: `streaming.storage.transfer.fetch` adds the temp name, checks and
+        rename. `deadline` is a `time.monotonic()` value after which the copy gives up with
+        `TimeoutError`.
+        """
+        with open(local_path, "wb") as f:
+            out = MeteredWriter(f, progress, deadline)
+            for chunk in self.iter_chunks(path):
+                out.write(chunk)
+        return out.bytes_written
+
+    def iter_chunks(self, path: str) -> Iterator[bytes]:
+        """The object as a sequence of byte chunks; backends that can stream override this."""
+        yield self.get(path)
+
+    # ---- helpers for backends ----------------------------------------------------------------
+
+    def url_for(self, path: str) -> str:
+        """The full URL of a relative path, for error messages and logs."""
+        if not path:
+            return self.url
+        return f"{self.url}/{path.lstrip('/')}" if "://" in self.url else os.path.join(
+            self.url, path)
+
+    def not_found(self, path: str) -> ObjectNotFoundError:
+        return ObjectNotFoundError(self._not_found_message(path))
+
+    def _not_found_message(self, path: str) -> str:
+        return f"Object {self.url_for(path)} not found."
+
+    def denied(self, path: str, detail: object = "") -> AccessDeniedError:
+        extra = f": {detail}" if detail else ""
+        return AccessDeniedError(f"Access denied to {self.url_for(path)}{extra}")
+
+    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+        """Whether a client error means a missing object, refused access, or neither.
+
+        Backends override this with their SDK's error types; the default knows the builtins.
+        """
+        if isinstance(err, FileNotFoundError):
+            return "missing"
+        if isinstance(err, PermissionError):
+            return "denied"
+        return None
+
+    @contextmanager
+    def _errors(self, path: str) -> Iterator[None]:
+        """Turn the client's missing/denied errors for `path` into ours (naming the URL)."""
+        try:
+            yield
+        except (ObjectNotFoundError, AccessDeniedError):
+            raise
+        except Exception as err:
+            kind = self._classify(err)
+            if kind == "missing":
+                raise self.not_found(path) from None
+            if kind == "denied":
+                raise self.denied(path, str(err).split("\n", 1)[0]) from None
+            raise
+
+    def _client(self) -> Any:
+        """The backend's client, built on first use in this process (after fork or unpickling)."""
+        pid = os.getpid()
+        if self._client_obj is None or self._client_pid != pid:
+            with self._client_lock:
+                if self._client_obj is None or self._client_pid != pid:
+                    self._client_obj = self._connect()
+                    self._client_pid = pid
+        return self._client_obj
+
+    def _connect(self) -> Any:
+        """Build the backend's client (stores without one never call `_client`)."""
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in self._transient:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in self._transient:
+            setattr(self, name, None)
+        self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+def copy_chunks(read: Callable[[int], bytes], out: MeteredWriter) -> int:
+    """Pump a `read(n)` callable into `out` until it returns nothing; returns bytes copied."""
+    total = 0
+    while chunk := read(_CHUNK_BYTES):
+        out.write(chunk)
+        total += len(chunk)
+    return total

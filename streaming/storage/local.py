@@ -1,0 +1,101 @@
+"""`file://` URLs and plain paths: a store over a local directory.
+
+Reads are plain file reads; uploads copy to a unique temp name beside the target and rename, so a
+reader never sees half a file. Errors keep the OS's wording ("No such file or directory").
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import urllib.parse
+from typing import BinaryIO
+
+from streaming.storage.base import ProgressFn, Store, temp_name_for
+
+__all__ = ["LocalStore", "local_path_of"]
+
+
+def local_path_of(url: str) -> str:
+    """The filesystem path a ``file://`` URL or plain path names (``~`` expanded)."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"file:// URLs must name a local path, got host {parsed.netloc!r}: "
+                             f"{url}")
+        return urllib.parse.unquote(parsed.path)
+    return os.path.expanduser(url)
+
+
+class LocalStore(Store):
+    """A directory on this machine, addressed like a bucket.
+
+    Args:
+        url: ``file:///abs/dir`` or a plain path.
+    """
+
+    scheme = "file"
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.root = local_path_of(url)
+
+    def _path(self, path: str) -> str:
+        return os.path.join(self.root, path) if path else self.root
+
+    def _missing(self, path: str) -> FileNotFoundError:
+        return FileNotFoundError(errno.ENOENT, "No such file or directory", self._path(path))
+
+    def _open(self, path: str) -> BinaryIO:
+        full = self._path(path)
+        try:
+            return open(full, "rb")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise self._missing(path) from None
+
+    def get(self, path: str) -> bytes:
+        with self._open(path) as f:
+            return f.read()
+
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        with self._open(path) as f:
+            f.seek(start)
+            return f.read(max(0, end - start))
+
+    def size(self, path: str) -> int:
+        full = self._path(path)
+        if not os.path.isfile(full):
+            raise self._missing(path)
+        return os.path.getsize(full)
+
+    def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
+                 deadline: float | None = None) -> int:
+        with self._open(path) as src, open(local_path, "wb") as dst:
+            shutil.copyfileobj(src, dst, 8 << 20)
+            count = dst.tell()
+        if progress is not None:
+            progress(count)
+        return count
+
+    def upload(self, local_path: str, path: str) -> None:
+        target = self._path(path)
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        tmp = temp_name_for(target)
+        try:
+            shutil.copyfile(local_path, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+    def list(self, prefix: str = "") -> list[str]:
+        found = []
+        for dirpath, _, files in os.walk(self.root):
+            rel_dir = os.path.relpath(dirpath, self.root)
+            for name in files:
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
+                if rel.startswith(prefix):
+                    found.append(rel)
+        return sorted(found)

@@ -1,0 +1,175 @@
+"""`s3://bucket/prefix`: Amazon S3 and S3-compatible servers (R2, MinIO, SeaweedFS...) via obstore.
+
+Reads the reference's environment once, when the store is opened: `S3_ENDPOINT_URL`,
+`S3_CANNED_ACL`, `MOSAICML_STREAMING_AWS_REQUESTER_PAYS`, and the standard `AWS_*` credentials
+(obstore reads those itself). With no credentials configured, reads that fail in the
+credential chain are retried once unsigned, as the reference does for public buckets.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import obstore
+from obstore.exceptions import GenericError, UnauthenticatedError
+from obstore.store import S3Store as _ObstoreS3
+
+from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
+from streaming.storage.base import split_url
+from streaming.storage.messages import s3_not_found
+
+__all__ = ["S3Store", "S3Options"]
+
+logger = logging.getLogger(__name__)
+
+_CREDENTIAL_ENV = ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                   "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+
+
+class S3Options(ClientOptions, total=False):
+    """Settings for `S3Store`; each defaults to the environment variable named."""
+
+    endpoint: str
+    """Custom endpoint URL (`S3_ENDPOINT_URL`); path-style addressing is used with it."""
+    region: str
+    """Bucket region (`AWS_REGION` / `AWS_DEFAULT_REGION`, else us-east-1; "auto" for R2)."""
+    access_key_id: str
+    """Access key (`AWS_ACCESS_KEY_ID`)."""
+    secret_access_key: str
+    """Secret key (`AWS_SECRET_ACCESS_KEY`)."""
+    session_token: str
+    """Temporary-credential token (`AWS_SESSION_TOKEN`)."""
+    requester_pays: bool
+    """Pay for requests as the requester (bucket listed in `MOSAICML_STREAMING_AWS_REQUESTER_PAYS`)."""
+    canned_acl: str
+    """ACL applied to uploads, e.g. "bucket-owner-full-control" (`S3_CANNED_ACL`)."""
+    skip_signature: bool
+    """Send unsigned requests (public buckets). Without it, a store with no configured
+    credentials tries the default chain (instance metadata...) and falls back to unsigned."""
+
+
+def _requester_pays(bucket: str) -> bool:
+    names = os.environ.get("MOSAICML_STREAMING_AWS_REQUESTER_PAYS", "")
+    return bucket in {name.strip() for name in names.split(",") if name.strip()}
+
+
+def _has_credentials(config: dict[str, Any]) -> bool:
+    return "access_key_id" in config or any(os.environ.get(name) for name in _CREDENTIAL_ENV)
+
+
+def s3_config(bucket: str, options: dict[str, Any]) -> dict[str, Any]:
+    """obstore S3 settings for `bucket` from `options` over the environment (read now, once)."""
+    config: dict[str, Any] = {}
+    endpoint = options.pop("endpoint", None) or os.environ.get("S3_ENDPOINT_URL")
+    if endpoint:
+        config["endpoint"] = endpoint
+        config["virtual_hosted_style_request"] = False
+    region = (options.pop("region", None) or os.environ.get("AWS_REGION")
+              or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    config["region"] = region
+    for key in ("access_key_id", "secret_access_key", "session_token"):
+        if options.get(key):
+            config[key] = options.pop(key)
+    if options.pop("requester_pays", _requester_pays(bucket)):
+        config["request_payer"] = True
+    if options.pop("skip_signature", False):
+        config["skip_signature"] = True
+    return config
+
+
+class S3Store(ObstoreBackedStore):
+    """An S3 bucket (or a prefix inside one).
+
+    Args:
+        url: ``s3://bucket[/prefix]``.
+        options: `S3Options`.
+    """
+
+    scheme = "s3"
+    _transient = (*ObstoreBackedStore._transient, "_acl_obj")
+
+    def __init__(self, url: str, **options: Any) -> None:
+        super().__init__(url)
+        _, self.bucket, self.prefix = split_url(url)
+        if not self.bucket:
+            raise ValueError(f"S3 URL needs a bucket: {url}")
+        self.canned_acl = options.pop("canned_acl", None) or os.environ.get("S3_CANNED_ACL")
+        self._config = s3_config(self.bucket, options)
+        # Decided now, in the opening process: a worker must sign exactly as its parent did.
+        self._use_profile = bool(os.environ.get("AWS_PROFILE")) and "access_key_id" not in (
+            self._config)
+        self._may_go_unsigned = not (_has_credentials(self._config)
+                                     or self._config.get("skip_signature"))
+        endpoint = self._config.get("endpoint", "")
+        self._configure(options, allow_http=endpoint.startswith("http://"))
+
+    def _connect(self, extra_headers: dict[str, str] | None = None) -> _ObstoreS3:
+        settings = dict(self._settings)
+        if extra_headers:
+            settings["client_options"] = {**settings["client_options"],
+                                          "default_headers": extra_headers}
+        provider = _profile_provider() if self._use_profile else None
+        return _ObstoreS3(self.bucket, prefix=self.prefix or None, config=self._config,
+                          credential_provider=provider, **settings)
+
+    def _not_found_message(self, path: str) -> str:
+        return s3_not_found(self.url_for(path))
+
+    def upload(self, local_path: str, path: str) -> None:
+        if not self.canned_acl:
+            return super().upload(local_path, path)
+        with self._errors(path):
+            obstore.put(self._acl_client(), path, Path(local_path))
+        return None
+
+    def _acl_client(self) -> _ObstoreS3:
+        """A second client whose requests carry the canned-ACL header (uploads only)."""
+        pid = os.getpid()
+        cached = getattr(self, "_acl_obj", None)
+        if cached is None or cached[0] != pid:
+            cached = (pid, self._connect({"x-amz-acl": str(self.canned_acl)}))
+            self._acl_obj = cached
+        return cached[1]
+
+    # Reads fall back to unsigned requests once when no credentials were configured and the
+    # credential chain (instance metadata etc.) failed: public buckets, as in the reference.
+    def get(self, path: str) -> bytes:
+        return self._unsigned_fallback(super().get, path)
+
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        return self._unsigned_fallback(super().get_range, path, start, end)
+
+    def size(self, path: str) -> int:
+        return self._unsigned_fallback(super().size, path)
+
+    def download(self, path: str, local_path: str, **kwargs: Any) -> int:
+        return self._unsigned_fallback(super().download, path, local_path, **kwargs)
+
+    def list(self, prefix: str = "") -> list[str]:
+        return self._unsigned_fallback(super().list, prefix)
+
+    def _unsigned_fallback(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self._may_go_unsigned:
+            return call(*args, **kwargs)
+        try:
+            return call(*args, **kwargs)
+        except (UnauthenticatedError, GenericError) as err:
+            logger.info("No usable AWS credentials for %s (%s); retrying unsigned.", self.url,
+                        str(err).split("\n", 1)[0])
+            self._config = {**self._config, "skip_signature": True}
+            self._may_go_unsigned = False
+            self._client_obj = None
+            return call(*args, **kwargs)
+
+
+def _profile_provider() -> Any:
+    """`AWS_PROFILE` credentials through boto3 when it is installed (obstore has no profiles)."""
+    try:
+        import boto3
+        from obstore.auth.boto3 import Boto3CredentialProvider
+    except ImportError:
+        return None
+    return Boto3CredentialProvider(boto3.Session())

@@ -1,0 +1,174 @@
+"""`sftp://user:password@host:port/dir`: files on an SSH server, via paramiko.
+
+Host keys are checked as the reference does (system known_hosts, or the file named by
+`COMPOSER_SFTP_KNOWN_HOSTS_FILE`; unknown hosts are rejected) and `COMPOSER_SFTP_KEY_FILE` names
+a private key. One SSH connection per process is shared; each call opens its own SFTP channel on
+it, so threads do not serialise on one channel. Uploads write a temp name and rename.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat
+from contextlib import contextmanager
+from typing import Any, Iterator, Literal, TypedDict
+
+import paramiko
+
+from streaming.storage.base import MeteredWriter, ProgressFn, Store, temp_name_for
+from streaming.storage.urls import parse_sftp_url
+
+__all__ = ["SFTPStore", "SFTPOptions"]
+
+
+class SFTPOptions(TypedDict, total=False):
+    """Settings for `SFTPStore`; each defaults to the environment variable named."""
+
+    key_file: str
+    """Private key file (`COMPOSER_SFTP_KEY_FILE`)."""
+    known_hosts_file: str
+    """known_hosts file to trust (`COMPOSER_SFTP_KNOWN_HOSTS_FILE`, else the system's)."""
+    timeout: float
+    """Seconds to connect and to wait on any one packet (default 60)."""
+
+
+class SFTPStore(Store):
+    """A directory on an SFTP server.
+
+    Args:
+        url: ``sftp://[user[:password]@]host[:port]/dir`` (port 22 by default).
+        options: `SFTPOptions`.
+    """
+
+    scheme = "sftp"
+
+    def __init__(self, url: str, **options: Any) -> None:
+        parts = parse_sftp_url(url)
+        # Keep the password out of messages: errors and reprs name the URL without it.
+        netloc = f"{parts.username}@{parts.hostname}" if parts.username else parts.hostname
+        if parts.port:
+            netloc = f"{netloc}:{parts.port}"
+        super().__init__(f"sftp://{netloc}{parts.path}")
+        self.host, self.port = parts.hostname, parts.port or 22
+        self.username, self._password = parts.username, parts.password
+        self.root = parts.path.rstrip("/") or "/"
+        self.key_file = options.pop("key_file", None) or os.environ.get("COMPOSER_SFTP_KEY_FILE")
+        self.known_hosts = options.pop("known_hosts_file", None) or os.environ.get(
+            "COMPOSER_SFTP_KNOWN_HOSTS_FILE")
+        self.timeout = float(options.pop("timeout", 60))
+        if options:
+            raise TypeError(f"Unknown SFTP store option(s): {sorted(options)}")
+
+    def _connect(self) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        client.load_system_host_keys(self.known_hosts)
+        try:
+            client.connect(hostname=self.host, port=self.port, username=self.username,
+                           password=self._password, key_filename=self.key_file,
+                           timeout=self.timeout, banner_timeout=self.timeout,
+                           auth_timeout=self.timeout, allow_agent=False,
+                           look_for_keys=self.key_file is None and self._password is None)
+        except paramiko.AuthenticationException as err:
+            raise PermissionError(f"SFTP login refused by {self.url}: {err}") from None
+        except paramiko.SSHException as err:
+            if "not found in known_hosts" in str(err):
+                raise PermissionError(f"Unknown SFTP host key for {self.url}: {err}") from None
+            raise ConnectionError(f"SFTP connection to {self.url} failed: {err}") from err
+        return client
+
+    @contextmanager
+    def _sftp(self, path: str) -> Iterator[paramiko.SFTPClient]:
+        """An SFTP channel on the shared connection, with errors mapped for `path`."""
+        client = self._client()
+        transport = client.get_transport()
+        if transport is None or not transport.is_active():
+            self._client_obj = None  # the server went away; reconnect on the next attempt
+            raise ConnectionError(f"SFTP connection to {self.url} is closed")
+        with self._errors(path), client.open_sftp() as sftp:
+            sftp.get_channel().settimeout(self.timeout)
+            yield sftp
+
+    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+        if isinstance(err, OSError):  # paramiko reports SFTP status codes as errno values
+            return {errno.ENOENT: "missing", errno.EACCES: "denied"}.get(err.errno)  # type: ignore
+        return None
+
+    def _abs(self, path: str) -> str:
+        return posixpath.join(self.root, path) if path else self.root
+
+    def get(self, path: str) -> bytes:
+        with self._sftp(path) as sftp, sftp.open(self._abs(path), "rb") as f:
+            f.prefetch()
+            return f.read()
+
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        with self._sftp(path) as sftp, sftp.open(self._abs(path), "rb") as f:
+            f.seek(start)
+            return f.read(end - start)
+
+    def size(self, path: str) -> int:
+        with self._sftp(path) as sftp:
+            attrs = sftp.stat(self._abs(path))
+        if stat.S_ISDIR(attrs.st_mode or 0):
+            raise self.not_found(path)
+        return int(attrs.st_size or 0)
+
+    def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
+                 deadline: float | None = None) -> int:
+        with self._sftp(path) as sftp, open(local_path, "wb") as f:
+            out = MeteredWriter(f, progress, deadline)
+            sftp.getfo(self._abs(path), out)
+        return out.bytes_written
+
+    def upload(self, local_path: str, path: str) -> None:
+        target = self._abs(path)
+        tmp = temp_name_for(target)
+        with self._sftp(path) as sftp:
+            _makedirs(sftp, posixpath.dirname(target))
+            sftp.put(local_path, tmp)
+            try:
+                sftp.posix_rename(tmp, target)
+            except OSError:
+                sftp.remove(tmp)
+                raise
+
+    def list(self, prefix: str = "") -> list[str]:
+        found: list[str] = []
+        with self._sftp(prefix) as sftp:
+            _walk(sftp, self.root, "", prefix, found)
+        return sorted(found)
+
+
+def _makedirs(sftp: paramiko.SFTPClient, directory: str) -> None:
+    missing = []
+    while directory not in ("", "/"):
+        try:
+            sftp.stat(directory)
+            break
+        except FileNotFoundError:
+            missing.append(directory)
+            directory = posixpath.dirname(directory)
+    for path in reversed(missing):
+        try:
+            sftp.mkdir(path)
+        except OSError:
+            pass  # created meanwhile by another writer
+
+
+def _walk(sftp: paramiko.SFTPClient, base: str, rel: str, prefix: str, found: list[str]) -> None:
+    """Collect files under ``base/rel`` whose relative path starts with `prefix`."""
+    try:
+        entries = sftp.listdir_attr(posixpath.join(base, rel) if rel else base)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        child = f"{rel}/{entry.filename}" if rel else entry.filename
+        if stat.S_ISDIR(entry.st_mode or 0):
+            if prefix.startswith(child + "/") or child.startswith(prefix) or not prefix:
+                _walk(sftp, base, child, prefix, found)
+        elif child.startswith(prefix):
+            found.append(child)

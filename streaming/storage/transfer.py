@@ -1,0 +1,160 @@
+"""Moving whole files between a `Store` and local disk, safely: the one place with retry policy.
+
+`fetch` downloads to a unique temp name beside the target, checks size and digest, and renames;
+on any failure the temp file is gone, so a later run never trusts half a shard. `push` uploads.
+Both retry transient errors with exponential backoff and jitter, never missing objects, denied
+access or a digest mismatch, and return facts (bytes, seconds, attempts); callers decide what
+those mean for caches and budgets. Every call is independent, so threads may run many at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from streaming.errors import HashMismatchError, StreamingError
+from streaming.storage.base import ProgressFn, Store, temp_name_for
+
+__all__ = ["TransferResult", "IncompleteTransferError", "fetch", "push", "is_retryable",
+           "call_with_retries"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Errors that another attempt cannot fix: the object is not there, we may not read it, the data
+# itself is wrong, or the call was malformed.
+_FATAL: tuple[type[BaseException], ...] = (
+    FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+    HashMismatchError, ValueError, TypeError, NotImplementedError, ImportError,
+)
+
+
+class IncompleteTransferError(StreamingError, ConnectionError):
+    """Fewer (or more) bytes arrived than the caller expected; usually a cut connection."""
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """What one `fetch` or `push` did."""
+
+    bytes: int  # size of the file moved (the last, successful attempt)
+    seconds: float  # wall time over all attempts, backoff included
+    attempts: int  # 1 when the first attempt succeeded
+
+
+def is_retryable(err: BaseException) -> bool:
+    """Whether another attempt might succeed (connection and server trouble, timeouts)."""
+    return isinstance(err, Exception) and not isinstance(err, _FATAL)
+
+
+def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1.0,
+                      max_jitter: float = 0.5, what: str = "transfer") -> tuple[T, int]:
+    """Run `func` up to `retries` times in total; return its result and the attempts used.
+
+    Sleeps ``backoff * 2**i + uniform(0, max_jitter)`` seconds between attempts, as the
+    reference's `retry` does, and re-raises the last error (or the first fatal one).
+
+    Raises:
+        ValueError: ``num_attempts must be at-least 1`` when `retries` < 1 (reference message).
+    """
+    if retries < 1:
+        raise ValueError("num_attempts must be at-least 1")
+    for attempt in range(1, retries + 1):
+        try:
+            return func(), attempt
+        except Exception as err:
+            if attempt == retries or not is_retryable(err):
+                raise
+            pause = backoff * 2 ** (attempt - 1) + random.uniform(0, max_jitter)
+            logger.warning("%s failed (attempt %d of %d), retrying in %.2f s: %s", what,
+                           attempt, retries, pause, err)
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _digest(algo: str, path: str) -> str:
+    from streaming.format.hashing import hash_file  # the digest names live with the format
+
+    return hash_file(algo, path)
+
+
+def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float | None,
+                hash_algo: str | None, expected_hash: str | None, expected_size: int | None,
+                progress: ProgressFn | None) -> int:
+    tmp = temp_name_for(local_path)
+    deadline = time.monotonic() + timeout if timeout else None
+    try:
+        count = store.download(remote_path, tmp, progress=progress, deadline=deadline)
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"Downloading {store.url_for(remote_path)} took longer than "
+                               f"{timeout} s")
+        if expected_size is not None and count != expected_size:
+            raise IncompleteTransferError(
+                f"Downloaded {count} bytes of {store.url_for(remote_path)}, expected "
+                f"{expected_size}")
+        if hash_algo and expected_hash is not None and _digest(hash_algo, tmp) != expected_hash:
+            raise HashMismatchError(f"Checksum failure: {local_path}")
+        os.replace(tmp, local_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return count
+
+
+def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
+          timeout: float | None = 60.0, hash_algo: str | None = None,
+          expected_hash: str | None = None, expected_size: int | None = None,
+          progress: ProgressFn | None = None, backoff: float = 1.0) -> TransferResult:
+    """Download `remote_path` of `store` to `local_path`, atomically and verified.
+
+    The file appears under `local_path` only when complete (and matching `expected_size` /
+    `expected_hash` when given); an existing file there is replaced. Parent directories are
+    created.
+
+    Args:
+        store: where the object lives.
+        remote_path: the object's path relative to the store's root.
+        local_path: the destination file.
+        retries: total attempts (the reference's `download_retry`), at least 1.
+        timeout: seconds allowed per attempt; None or 0 for no limit.
+        hash_algo: a `streaming.format.hashing` algorithm name to verify with.
+        expected_hash: the hex digest the file must have under `hash_algo`.
+        expected_size: the byte count the file must have.
+        progress: called with byte increments as data arrives (restarts count on a retry).
+        backoff: base pause between attempts in seconds (doubles each time, plus jitter).
+
+    Raises:
+        FileNotFoundError: the object does not exist (not retried; names the URL).
+        PermissionError: access was refused (not retried).
+        HashMismatchError: ``Checksum failure: <local_path>`` (not retried).
+        Exception: the last transient error once `retries` attempts have failed.
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(local_path)), exist_ok=True)
+    start = time.monotonic()
+    count, attempts = call_with_retries(
+        lambda: _fetch_once(store, remote_path, local_path, timeout, hash_algo, expected_hash,
+                            expected_size, progress),
+        retries=retries, backoff=backoff, what=f"Download of {store.url_for(remote_path)}")
+    return TransferResult(count, time.monotonic() - start, attempts)
+
+
+def push(store: Store, local_path: str, remote_path: str, *, retries: int = 2,
+         backoff: float = 1.0) -> TransferResult:
+    """Upload `local_path` to `remote_path` of `store`, retrying transient failures.
+
+    Raises:
+        FileNotFoundError: the local file is missing (not retried).
+        PermissionError: the store refused the write (not retried).
+    """
+    size = os.path.getsize(local_path)
+    start = time.monotonic()
+    _, attempts = call_with_retries(lambda: store.upload(local_path, remote_path),
+                                    retries=retries, backoff=backoff,
+                                    what=f"Upload to {store.url_for(remote_path)}")
+    return TransferResult(size, time.monotonic() - start, attempts)

@@ -1,0 +1,89 @@
+"""Pure parsing of every scheme's URL shape (no SDK imports, no I/O, no environment).
+
+Kept apart from the backends so that URL rules can be checked, and tested, on a machine that has
+none of the optional cloud libraries installed.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Literal
+
+from streaming.storage.base import split_url
+
+__all__ = ["Layout", "parse_azure_url", "parse_sftp_url", "parse_hf_url", "parse_oci_url",
+           "parse_dbfs_url", "UC_PREFIX"]
+
+Layout = Literal["account", "container"]
+
+
+def parse_azure_url(url: str, layout: Layout | None = None,
+                    account: str | None = None) -> tuple[str, str, str]:
+    """``(account, container, prefix)`` of an ``azure://`` URL under the given or guessed layout.
+
+    Args:
+        url: the URL.
+        layout: "account" (``azure://<account>/<container>/<path>``, the reference's
+            downloader) or "container" (``azure://<container>/<path>``, its uploader). None
+            guesses: a netloc with a dot, equal to `account`, or any netloc when `account` is
+            unknown is an account; otherwise it is a container.
+        account: the configured account name (`AZURE_ACCOUNT_NAME`), if any.
+    """
+    _, netloc, path = split_url(url)
+    if layout is None:
+        is_account = "." in netloc or account is None or netloc == account
+        layout = "account" if is_account else "container"
+    if layout == "account":
+        container, _, prefix = path.partition("/")
+        return account or netloc.split(".")[0], container, prefix
+    if layout == "container":
+        return account or netloc.split(".")[0], netloc, path
+    raise ValueError(f"Azure layout must be 'account' or 'container', got {layout!r}")
+
+
+def parse_sftp_url(url: str) -> urllib.parse.SplitResult:
+    """Validate an ``sftp://`` URL the way the reference does and return its parts.
+
+    Raises:
+        ValueError: no hostname, or a query/fragment.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname is None:
+        raise ValueError("If specifying a URI, the URI must include the hostname.")
+    if parts.query or parts.fragment:
+        raise ValueError("Query and fragment parameters are not supported as part of a URI.")
+    return parts
+
+
+def parse_hf_url(url: str) -> tuple[str, str]:
+    """``(repo_id "org/repo", path inside the repo)`` of an ``hf://datasets/...`` URL.
+
+    Raises:
+        ValueError: not a dataset URL, or no ``org/repo``.
+    """
+    _, kind, path = split_url(url)
+    parts = path.split("/")
+    if kind != "datasets" or len(parts) < 2 or not all(parts[:2]):
+        raise ValueError(f"Expected an hf://datasets/<org>/<repo>[/<path>] URL, got {url}")
+    return "/".join(parts[:2]), "/".join(parts[2:])
+
+
+def parse_oci_url(url: str) -> tuple[str, str | None, str]:
+    """``(bucket, namespace or None, prefix)`` of an ``oci://bucket@namespace/prefix`` URL."""
+    _, netloc, prefix = split_url(url)
+    bucket, _, namespace = netloc.partition("@")
+    if not bucket:
+        raise ValueError(f"OCI URL needs a bucket: {url}")
+    return bucket, namespace or None, prefix
+
+
+UC_PREFIX = "/Volumes"
+
+
+def parse_dbfs_url(url: str) -> tuple[str, bool]:
+    """``(absolute path, is a Unity Catalog volume)`` of a ``dbfs:/...`` URL."""
+    if not url.startswith("dbfs:/"):
+        raise ValueError(f"Expected a dbfs:/ URL, got {url}")
+    path = "/" + url[len("dbfs:"):].lstrip("/")
+    path = path.rstrip("/") or "/"
+    return path, path == UC_PREFIX or path.startswith(UC_PREFIX + "/")

@@ -1,0 +1,132 @@
+"""A tiny fault-injecting TCP proxy on 127.0.0.1 for transfer tests.
+
+Sits between a store and its real server and, per accepted connection, applies the next queued
+`Fault` (or passes bytes through): refuse the connection, cut it after N response bytes, add
+latency per chunk, throttle to a byte rate, or stall. It only ever connects to the upstream
+address it was given (a loopback server of the test session) and stops with `stop()`.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What to do to one connection's server-to-client bytes."""
+
+    kind: str = "pass"  # pass | refuse | drop | latency | throttle | stall
+    after_bytes: int = 0  # drop/stall: bytes forwarded before the fault
+    delay: float = 0.0  # latency: seconds per chunk; stall: seconds to hold
+    rate: float = 0.0  # throttle: bytes per second
+
+
+class FaultProxy:
+    """Forward 127.0.0.1:<port> to `upstream`, injecting queued faults."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        if upstream[0] not in ("127.0.0.1", "localhost"):
+            raise ValueError("the proxy only forwards to loopback servers")
+        self.upstream = upstream
+        self.connections = 0
+        self.default = Fault()
+        self._queue: list[Fault] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._sockets: list[socket.socket] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._accept_loop, daemon=True)
+        self._thread.start()
+
+    def queue(self, *faults: Fault) -> None:
+        """Apply these faults to the next connections, in order; then `default`."""
+        with self._lock:
+            self._queue.extend(faults)
+
+    def reset(self, default: Fault | None = None) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.default = default or Fault()
+            self.connections = 0
+
+    def _next_fault(self) -> Fault:
+        with self._lock:
+            self.connections += 1
+            return self._queue.pop(0) if self._queue else self.default
+
+    def _accept_loop(self) -> None:
+        while not self._closing.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            fault = self._next_fault()
+            if fault.kind == "refuse":
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()  # RST: the client sees a reset connection
+                continue
+            threading.Thread(target=self._serve, args=(client, fault), daemon=True).start()
+
+    def _serve(self, client: socket.socket, fault: Fault) -> None:
+        try:
+            server = socket.create_connection(self.upstream, timeout=10)
+        except OSError:
+            client.close()
+            return
+        with self._lock:
+            self._sockets += [client, server]
+        up = threading.Thread(target=self._pump, args=(client, server, Fault()), daemon=True)
+        up.start()
+        self._pump(server, client, fault)
+        for sock in (client, server):
+            _close(sock)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, fault: Fault) -> None:
+        sent = 0
+        started = time.monotonic()
+        try:
+            while not self._closing.is_set():
+                data = src.recv(_CHUNK)
+                if not data:
+                    break
+                if fault.kind in ("drop", "stall") and sent + len(data) > fault.after_bytes:
+                    dst.sendall(data[: max(0, fault.after_bytes - sent)])
+                    if fault.kind == "stall":
+                        self._closing.wait(fault.delay)
+                    break
+                if fault.kind == "latency":
+                    time.sleep(fault.delay)
+                if fault.kind == "throttle":
+                    ahead = (sent + len(data)) / fault.rate - (time.monotonic() - started)
+                    if ahead > 0:
+                        time.sleep(ahead)
+                dst.sendall(data)
+                sent += len(data)
+        except OSError:
+            pass
+        finally:
+            _close(dst)
+            _close(src)
+
+    def stop(self) -> None:
+        self._closing.set()
+        _close(self._listener)
+        with self._lock:
+            for sock in self._sockets:
+                _close(sock)
+        self._thread.join(5)
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()

@@ -1,0 +1,122 @@
+"""`RemoteSink`: background uploads, local clean-up, failure reporting, index last."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from streaming.format.sink import SinkError, open_sink
+from streaming.storage import open_store
+from streaming.storage.sink import RemoteSink
+from tests.storage import recording
+from tests.storage.servers import Server
+
+
+@pytest.fixture(autouse=True)
+def clean_recording() -> Iterator[None]:
+    recording.reset()
+    yield
+    recording.reset()
+
+
+def _write(directory: Any, name: str, data: bytes) -> str:
+    path = os.path.join(str(directory), name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def test_uploads_run_in_background_and_delete_locals(tmp_path: Any) -> None:
+    recording.DELAYS.update({"shard.00000.mds": 0.3, "shard.00001.mds": 0.3})
+    sink = RemoteSink(str(tmp_path), "recording://sink-a/out", keep_local=False, max_workers=2)
+    started = time.monotonic()
+    for i in range(2):
+        sink.put(_write(tmp_path, f"shard.0000{i}.mds", b"x" * 10), f"shard.0000{i}.mds")
+    assert time.monotonic() - started < 0.2  # put returned before the slow uploads finished
+    sink.put(_write(tmp_path, "index.json", b"{}"), "index.json")
+    sink.finish()
+    assert recording.EVENTS[-1] == "index.json"
+    assert sorted(recording.EVENTS[:2]) == ["shard.00000.mds", "shard.00001.mds"]
+    assert os.listdir(tmp_path) == []
+    store = open_store("recording://sink-a/out")
+    assert store.list() == ["index.json", "shard.00000.mds", "shard.00001.mds"]
+
+
+def test_index_waits_for_every_earlier_file(tmp_path: Any) -> None:
+    recording.DELAYS["shard.00000.mds"] = 0.4  # slowest file handed over first
+    sink = RemoteSink(str(tmp_path), "recording://sink-b", keep_local=True, max_workers=4)
+    sink.put(_write(tmp_path, "shard.00000.mds", b"a"), "shard.00000.mds")
+    sink.put(_write(tmp_path, "shard.00001.mds", b"b"), "shard.00001.mds")
+    sink.put(_write(tmp_path, "index.json", b"{}"), "index.json")
+    sink.finish()
+    assert recording.EVENTS[-1] == "index.json"
+    assert sorted(os.listdir(tmp_path)) == ["index.json", "shard.00000.mds", "shard.00001.mds"]
+
+
+def test_failed_upload_raises_reference_error_and_skips_index(tmp_path: Any) -> None:
+    recording.FAILURES["shard.00001.mds"] = ConnectionResetError
+    sink = RemoteSink(str(tmp_path), "recording://sink-c", retry=2)
+    sink.put(_write(tmp_path, "shard.00000.mds", b"a"), "shard.00000.mds")
+    sink.put(_write(tmp_path, "shard.00001.mds", b"b"), "shard.00001.mds")
+    sink.put(_write(tmp_path, "index.json", b"{}"), "index.json")
+    with pytest.raises(Exception, match="One of the threads failed") as info:
+        sink.finish()
+    assert isinstance(info.value, SinkError)
+    assert isinstance(info.value.__cause__, ConnectionResetError)
+    assert sink.failed
+    assert recording.ATTEMPTS["shard.00001.mds"] == 2
+    assert "index.json" not in recording.EVENTS
+    assert os.path.exists(tmp_path / "shard.00001.mds")  # a failed file keeps its local copy
+
+
+def test_denied_upload_is_not_retried(tmp_path: Any) -> None:
+    recording.FAILURES["shard.00000.mds"] = PermissionError
+    sink = RemoteSink(str(tmp_path), "recording://sink-d", retry=5)
+    sink.put(_write(tmp_path, "shard.00000.mds", b"a"), "shard.00000.mds")
+    with pytest.raises(SinkError):
+        sink.wait()
+    assert recording.ATTEMPTS["shard.00000.mds"] == 1
+    sink.abort()
+
+
+def test_unknown_scheme_is_the_reference_error(tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match=r"Invalid Cloud provider prefix: nosuch\."):
+        RemoteSink(str(tmp_path), "nosuch://bucket/x")
+
+
+def test_read_only_store_is_refused(tmp_path: Any, http_server: Server) -> None:
+    with pytest.raises(ValueError, match="read-only"):
+        RemoteSink(str(tmp_path), http_server.fresh_url())
+
+
+def test_open_sink_uses_remote_sink_against_s3(moto_server: Server, tmp_path: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    root = moto_server.fresh_url()
+    monkeypatch.setenv("S3_ENDPOINT_URL", moto_server.endpoint)  # the reference's variable
+    local, sink = open_sink((str(tmp_path / "local"), root), keep_local=False, max_workers=2)
+    assert isinstance(sink, RemoteSink)
+    for i in range(3):
+        sink.put(_write(local, f"shard.{i:05}.mds", bytes([i]) * 1000), f"shard.{i:05}.mds")
+    sink.wait()
+    sink.put(_write(local, "index.json", b'{"version": 2}'), "index.json")
+    sink.finish()
+    store = open_store(root, **moto_server.options)
+    assert store.list() == ["index.json", "shard.00000.mds", "shard.00001.mds",
+                            "shard.00002.mds"]
+    assert store.get("shard.00002.mds") == b"\x02" * 1000
+    assert os.listdir(local) == []
+
+
+def test_canned_acl_is_sent_on_upload(moto_server: Server, tmp_path: Any,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("S3_CANNED_ACL", "public-read")
+    root = moto_server.fresh_url()
+    sink = RemoteSink(str(tmp_path), root, keep_local=True, **moto_server.options)
+    sink.put(_write(tmp_path, "a.bin", b"a"), "a.bin")
+    sink.finish()
+    key = root.split("/", 3)[3] + "/a.bin"
+    grants = moto_server.extra["boto"].get_object_acl(Bucket="shardstream", Key=key)["Grants"]
+    assert any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in grants)

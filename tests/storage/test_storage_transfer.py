@@ -1,0 +1,173 @@
+"""`transfer.fetch` / `push` under real network faults (tests/storage/proxy.py) and bad data.
+
+The invariant checked everywhere: after `fetch` returns or raises, the target is either the
+complete, verified file or absent, and no temp file is left beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from typing import Any, Iterator
+
+import pytest
+
+from streaming.errors import HashMismatchError
+from streaming.storage import Store, fetch, open_store, push
+from streaming.storage.transfer import IncompleteTransferError, call_with_retries, is_retryable
+from tests.storage.proxy import Fault, FaultProxy
+from tests.storage.servers import Server
+from tests.storage.doubles import CountingStore
+
+DATA = random.Random(7).randbytes(3 << 20)
+
+
+@pytest.fixture(params=["http", "moto"])
+def upstream(request: pytest.FixtureRequest) -> Server:
+    return request.getfixturevalue(f"{request.param}_server")
+
+
+@pytest.fixture
+def faulty(upstream: Server) -> Iterator[tuple[Store, FaultProxy]]:
+    """A store that reaches `upstream` through a fresh fault proxy, with one 3 MiB object."""
+    root = upstream.fresh_url()
+    upstream.seed(f"{root}/obj.bin", DATA)
+    proxy = FaultProxy(upstream.host_port)
+    options = dict(upstream.options, read_timeout=1.5)
+    if upstream.name == "http":
+        url = root.replace(f":{upstream.host_port[1]}/", f":{proxy.port}/")
+    else:
+        url = root
+        options["endpoint"] = f"http://127.0.0.1:{proxy.port}"
+    try:
+        yield open_store(url, **options), proxy
+    finally:
+        proxy.stop()
+
+
+def _only(directory: Any) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+def test_drop_mid_body_is_retried(faulty: tuple[Store, FaultProxy], tmp_path: Any) -> None:
+    store, proxy = faulty
+    proxy.queue(Fault("drop", after_bytes=500_000))
+    result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=3, timeout=20,
+                   backoff=0.01)
+    assert result.attempts == 2
+    assert (tmp_path / "obj.bin").read_bytes() == DATA
+    assert _only(tmp_path) == ["obj.bin"]
+
+
+def test_refused_connection_is_retried(faulty: tuple[Store, FaultProxy], tmp_path: Any) -> None:
+    store, proxy = faulty
+    proxy.queue(Fault("refuse"))
+    result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=2, timeout=20,
+                   backoff=0.01)
+    assert result.attempts == 2 and (tmp_path / "obj.bin").read_bytes() == DATA
+
+
+def test_persistent_failure_leaves_nothing(faulty: tuple[Store, FaultProxy],
+                                           tmp_path: Any) -> None:
+    store, proxy = faulty
+    proxy.reset(default=Fault("drop", after_bytes=500_000))
+    with pytest.raises(Exception) as info:
+        fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=3, timeout=20, backoff=0.01)
+    assert is_retryable(info.value)
+    assert proxy.connections >= 3
+    assert _only(tmp_path) == []
+
+
+def test_slow_transfer_hits_the_per_attempt_timeout(faulty: tuple[Store, FaultProxy],
+                                                    tmp_path: Any) -> None:
+    store, proxy = faulty
+    proxy.reset(default=Fault("throttle", rate=4 << 20))  # 3 MiB at 4 MiB/s: ~0.75 s
+    with pytest.raises(TimeoutError):
+        fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=1, timeout=0.3)
+    assert _only(tmp_path) == []
+    result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=1, timeout=20)
+    assert result.seconds > 0.5 and (tmp_path / "obj.bin").read_bytes() == DATA
+
+
+def test_stalled_response_fails_by_read_timeout(faulty: tuple[Store, FaultProxy],
+                                                tmp_path: Any) -> None:
+    store, proxy = faulty
+    proxy.queue(Fault("stall", after_bytes=100_000, delay=30))
+    result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=2, timeout=20,
+                   backoff=0.01)
+    assert result.attempts == 2 and 1.2 < result.seconds < 15
+    assert (tmp_path / "obj.bin").read_bytes() == DATA
+
+
+def test_hash_mismatch_is_not_retried(local_server: Server, tmp_path: Any) -> None:
+    root = local_server.fresh_url()
+    local_server.seed(f"{root}/x.bin", b"hello")
+    store = CountingStore(open_store(root))
+    target = str(tmp_path / "x.bin")
+    with pytest.raises(HashMismatchError, match=f"Checksum failure: {target}"):
+        fetch(store, "x.bin", target, retries=3, hash_algo="md5", expected_hash="0" * 32,
+              backoff=0)
+    assert store.downloads == 1 and _only(tmp_path) == []
+    result = fetch(store, "x.bin", target, retries=1, hash_algo="md5",
+                   expected_hash=hashlib.md5(b"hello").hexdigest(), expected_size=5)
+    assert result.bytes == 5 and open(target, "rb").read() == b"hello"
+
+
+def test_size_mismatch_is_retried_then_fails(local_server: Server, tmp_path: Any) -> None:
+    root = local_server.fresh_url()
+    local_server.seed(f"{root}/x.bin", b"hello")
+    store = CountingStore(open_store(root))
+    with pytest.raises(IncompleteTransferError, match="expected 6"):
+        fetch(store, "x.bin", str(tmp_path / "x.bin"), retries=2, expected_size=6, backoff=0)
+    assert store.downloads == 2 and _only(tmp_path) == []
+
+
+def test_existing_target_is_replaced_only_on_success(local_server: Server,
+                                                     tmp_path: Any) -> None:
+    root = local_server.fresh_url()
+    local_server.seed(f"{root}/x.bin", b"new")
+    target = tmp_path / "x.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(FileNotFoundError):
+        fetch(open_store(root), "missing", str(target), retries=2)
+    assert target.read_bytes() == b"old"
+    fetch(open_store(root), "x.bin", str(target), retries=1)
+    assert target.read_bytes() == b"new"
+
+
+def test_zero_attempts_is_the_reference_error(local_server: Server, tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match="num_attempts must be at-least 1"):
+        fetch(open_store(local_server.base_url), "x", str(tmp_path / "x"), retries=0)
+
+
+def test_call_with_retries_counts_and_stops_on_fatal() -> None:
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionResetError("boom")
+        return "ok"
+
+    assert call_with_retries(flaky, retries=3, backoff=0, max_jitter=0) == ("ok", 3)
+    calls.clear()
+
+    def denied() -> None:
+        calls.append(1)
+        raise PermissionError("no")
+
+    with pytest.raises(PermissionError):
+        call_with_retries(denied, retries=5, backoff=0)
+    assert len(calls) == 1
+
+
+def test_push_uploads_and_reports(moto_server: Server, tmp_path: Any) -> None:
+    store = open_store(moto_server.fresh_url(), **moto_server.options)
+    local = tmp_path / "f.bin"
+    local.write_bytes(DATA[:1000])
+    result = push(store, str(local), "sub/f.bin", retries=2)
+    assert result.bytes == 1000 and result.attempts == 1
+    assert store.get("sub/f.bin") == DATA[:1000]
+    with pytest.raises(FileNotFoundError):
+        push(store, str(tmp_path / "absent"), "x", retries=3)
