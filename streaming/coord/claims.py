@@ -1,0 +1,166 @@
+"""Exactly one preparation (download) per shard per node: the state table applied to shared memory.
+
+Two shared arrays: the state of each shard (uint8, `ShardState` values) and the pid of the process
+preparing it. Transitions happen under one lock. A waiter polls with backoff and a deadline; if the
+preparer died (SIGKILLed worker) it takes the claim over, and a failed preparation returns the
+shard to REMOTE so the next asker retries instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from streaming.coord.array import SharedArray
+from streaming.coord.liveness import is_alive
+from streaming.coord.lock import FileLock
+from streaming.coord.states import (
+    Event,
+    InvalidTransition,
+    Outcome,
+    ShardState,
+    claim_event,
+    transition,
+)
+from streaming.coord.wait import wait_until
+
+__all__ = ["DEFAULT_CLAIM_TIMEOUT", "ShardClaims"]
+
+DEFAULT_CLAIM_TIMEOUT = 600.0
+
+
+class ShardClaims:
+    """Per-shard claims shared by every process of a node."""
+
+    def __init__(self, states: SharedArray, owners: SharedArray, lock: FileLock) -> None:
+        """Wrap the shared arrays (see `Namespace.claims`).
+
+        Args:
+            states: uint8[num_shards] of `ShardState` values.
+            owners: int64[num_shards]: pid preparing each shard, 0 when none.
+            lock: Guards every transition. Callers may hold it to combine a transition with
+                their own bookkeeping (cache usage) via `apply`.
+        """
+        if states.dtype != np.uint8 or owners.dtype != np.int64 or states.shape != owners.shape:
+            raise ValueError(
+                f"Claims need uint8 states and int64 owners of one shape: {states!r}, {owners!r}"
+            )
+        self.states = states
+        self.owners = owners
+        self.lock = lock
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def state(self, shard: int) -> ShardState:
+        """The shard's state right now (a lock-free read of one byte)."""
+        return ShardState(int(self.states.numpy()[shard]))
+
+    def apply(self, shard: int, event: Event) -> Outcome:
+        """Apply `event` to `shard`. The caller must hold `self.lock`.
+
+        SUCCEED and FAIL are only accepted from the process that owns the preparation.
+        """
+        states, owners = self.states.numpy(), self.owners.numpy()
+        if event in (Event.SUCCEED, Event.FAIL) and owners[shard] != os.getpid():
+            raise InvalidTransition(
+                f"Shard {shard}: pid {os.getpid()} cannot {event.value} a preparation owned by "
+                f"pid {int(owners[shard])}"
+            )
+        new_state, outcome = transition(int(states[shard]), event)
+        if outcome is Outcome.GRANTED:
+            owners[shard] = os.getpid()
+        elif outcome is Outcome.DONE:
+            owners[shard] = 0
+        states[shard] = new_state
+        return outcome
+
+    def claim(self, shard: int, *, reprepare: bool = False) -> Outcome:
+        """Try to become the shard's preparer: GRANTED (go), BUSY (wait) or READY (use it).
+
+        A PREPARING shard whose preparer is dead is taken over (GRANTED).
+
+        Args:
+            shard: Shard index.
+            reprepare: Claim a LOCAL shard too (it needs work again, e.g. decompression).
+        """
+        with self.lock:
+            state = int(self.states.numpy()[shard])
+            owner = int(self.owners.numpy()[shard])
+            alive = state != ShardState.PREPARING or is_alive(owner)
+            return self.apply(shard, claim_event(state, alive, reprepare))
+
+    def finish(self, shard: int, ok: bool) -> None:
+        """End this process's preparation: LOCAL on success, back to REMOTE on failure."""
+        with self.lock:
+            self.apply(shard, Event.SUCCEED if ok else Event.FAIL)
+
+    def evict(self, shard: int) -> Outcome:
+        """Mark a shard REMOTE again (DONE), unless it is being prepared (BUSY)."""
+        with self.lock:
+            return self.apply(shard, Event.EVICT)
+
+    def wait(self, shard: int, timeout: float = DEFAULT_CLAIM_TIMEOUT) -> Outcome:
+        """Wait while someone alive prepares the shard; then claim it or learn it is ready.
+
+        Returns:
+            READY once it is local, or GRANTED if it went back to REMOTE (failed, evicted) or its
+            preparer died, in which case this process must prepare it and call `finish`.
+
+        Raises:
+            CoordinationError: Still being prepared by a live process at the deadline.
+        """
+        states, owners = self.states.numpy(), self.owners.numpy()
+
+        def poll() -> Outcome | None:
+            if states[shard] == ShardState.PREPARING and is_alive(int(owners[shard])):
+                return None
+            outcome = self.claim(shard)
+            return None if outcome is Outcome.BUSY else outcome
+
+        return wait_until(
+            poll,
+            timeout=timeout,
+            what=lambda: (
+                f"shard {shard} to be prepared by pid {int(owners[shard])} "
+                f"(state {ShardState(int(states[shard])).name})"
+            ),
+        )
+
+    def ensure(
+        self,
+        shard: int,
+        prepare: Callable[[], None],
+        timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        *,
+        reprepare: bool = False,
+    ) -> bool:
+        """Make the shard LOCAL, running `prepare` here only if no other process is doing so.
+
+        Args:
+            shard: Shard index.
+            prepare: Fetches the shard's files; an exception marks the shard REMOTE again and
+                propagates.
+            timeout: How long to wait for another process's preparation.
+            reprepare: Run `prepare` even if the shard is LOCAL (see `claim`).
+
+        Returns:
+            Whether this process ran `prepare`.
+        """
+        outcome = self.claim(shard, reprepare=reprepare)
+        if outcome is Outcome.BUSY:
+            outcome = self.wait(shard, timeout)
+        if outcome is Outcome.READY:
+            return False
+        try:
+            prepare()
+        except BaseException:
+            self.finish(shard, ok=False)
+            raise
+        self.finish(shard, ok=True)
+        return True
+
+    def __repr__(self) -> str:
+        return f"ShardClaims({self.states.name!r}, {len(self)} shards)"

@@ -1,0 +1,279 @@
+"""A handle on one dataset's node-local shared objects: attaching, factories and release.
+
+Made by `streaming.coord.opening.open_namespace`. It pickles as names only; in a DataLoader worker
+it registers that process on first use. Each registered process is released by a `weakref.finalize`
+(on `close()`, garbage collection or exit; also at the exit of multiprocessing children, which skip
+atexit); the last live holder unlinks every block, lock file and record.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections.abc import Callable, Sequence
+from multiprocessing import util as mp_util
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from streaming.coord.array import SharedArray, as_shape
+from streaming.coord.barrier import BARRIER_SLOTS, DEFAULT_BARRIER_TIMEOUT, Barrier
+from streaming.coord.board import PlanBoard
+from streaming.coord.claims import ShardClaims
+from streaming.coord.liveness import Identity, identity
+from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
+from streaming.coord.names import block_name, lock_path
+from streaming.coord.registry import (
+    Record,
+    holder_entry,
+    live_holders,
+    read_record,
+    reclaim,
+    registry_lock,
+    write_record,
+)
+from streaming.coord.scalar import SharedScalar
+from streaming.coord.shm import ShmBlock, unlink_block
+from streaming.coord.states import ShardState
+from streaming.errors import CoordinationError
+
+__all__ = ["Namespace"]
+
+log = logging.getLogger(__name__)
+
+# A finalizer may run at interpreter exit: never let a stuck registry lock stall exit for long.
+_RELEASE_TIMEOUT = 10.0
+
+
+class Namespace:
+    """Handle on one dataset's shared objects; create with `open_namespace`."""
+
+    def __init__(
+        self,
+        name: str,
+        state_dir: str,
+        locals_: Sequence[str],
+        remotes: Sequence[str | None],
+        *,
+        timeout: float = DEFAULT_LOCK_TIMEOUT,
+        registered: Identity | None = None,
+    ) -> None:
+        """Wrap a namespace; `registered` is this process's holder entry if already recorded."""
+        self.name = name
+        self.state_dir = state_dir
+        self.locals = list(locals_)
+        self.remotes = list(remotes)
+        self.timeout = timeout
+        self._pid: int | None = None
+        self._closed = False
+        self._finalizer: weakref.finalize | None = None
+        if registered is not None:
+            self._adopt(registered)
+
+    # -- registration -------------------------------------------------------------------------
+
+    def _adopt(self, ident: Identity) -> None:
+        self._pid = ident[0]
+        self._closed = False
+        release = _Release(self.state_dir, self.name, ident, min(self.timeout, _RELEASE_TIMEOUT))
+        self._finalizer = weakref.finalize(self, release)
+        # DataLoader workers end through multiprocessing, which skips atexit but runs these.
+        mp_util.Finalize(self, release, exitpriority=0)
+
+    def ensure_attached(self) -> None:
+        """Register this process as a holder if it is not yet (first use in a worker)."""
+        if self._pid == os.getpid():
+            if self._closed:
+                raise CoordinationError(f"Namespace {self.name} is closed in this process")
+            return
+        ident = identity()
+        with registry_lock(self.state_dir, self.timeout):
+            record = self._record()
+            alive = live_holders(record)
+            if not alive:
+                raise CoordinationError(
+                    f"Namespace {self.name} has no live holder: the dataset that created it was "
+                    f"closed or its process died"
+                )
+            record.holders = [*alive, holder_entry(ident)]  # workers of past epochs drop out
+            write_record(self.state_dir, record)
+        self._adopt(ident)
+
+    def _record(self) -> Record:
+        record = read_record(self.state_dir, self.name)
+        if record is None:
+            raise CoordinationError(f"Namespace {self.name} does not exist (already released)")
+        return record
+
+    def holders(self) -> list[int]:
+        """Pids of the live processes holding the namespace."""
+        with registry_lock(self.state_dir, self.timeout):
+            record = read_record(self.state_dir, self.name)
+            return [h[0] for h in live_holders(record)] if record else []
+
+    def close(self) -> None:
+        """Release this process's hold now (idempotent); the last holder removes everything."""
+        if self._finalizer is not None and self._pid == os.getpid():
+            self._finalizer()
+            self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """Whether this process has released the namespace."""
+        return self._pid == os.getpid() and self._closed
+
+    # -- blocks --------------------------------------------------------------------------------
+
+    def _create_or_attach(self, obj: str, size: int, init: Callable[[ShmBlock], None]) -> ShmBlock:
+        """Attach the namespace's block `obj`, creating and initialising it if it is new."""
+        self.ensure_attached()
+        name = block_name(self.name, obj)
+        with registry_lock(self.state_dir, self.timeout):
+            record = self._record()
+            if name in record.blocks:
+                return ShmBlock.attach(name, size)
+            block = self._fresh_block(record, name, size)
+            init(block)
+            write_record(self.state_dir, record)
+        return block
+
+    def _fresh_block(self, record: Record, name: str, size: int) -> ShmBlock:
+        unlink_block(name)  # an unrecorded leftover (crash between create and record)
+        block = ShmBlock.create(name, size)
+        record.blocks.append(name)
+        return block
+
+    def create_block(self, obj: str, size: int) -> ShmBlock:
+        """Create a new block `obj` (replacing any old one) and record it; used by `PlanBoard`."""
+        self.ensure_attached()
+        name = block_name(self.name, obj)
+        with registry_lock(self.state_dir, self.timeout):
+            record = self._record()
+            if name in record.blocks:
+                record.blocks.remove(name)
+            block = self._fresh_block(record, name, size)
+            write_record(self.state_dir, record)
+        return block
+
+    def drop_block(self, obj: str) -> None:
+        """Unlink block `obj` and forget it (mappings elsewhere stay valid)."""
+        self.ensure_attached()
+        name = block_name(self.name, obj)
+        with registry_lock(self.state_dir, self.timeout):
+            record = self._record()
+            unlink_block(name)
+            if name in record.blocks:
+                record.blocks.remove(name)
+                write_record(self.state_dir, record)
+
+    # -- factories -----------------------------------------------------------------------------
+
+    def array(
+        self, obj: str, dtype: DTypeLike, shape: int | tuple[int, ...], *, fill: Any = 0
+    ) -> SharedArray:
+        """A shared array `obj`; its creator fills it with `fill`, later callers attach."""
+        dtype, shape = np.dtype(dtype), as_shape(shape)
+        count = int(np.prod(shape, dtype=np.int64))
+
+        def init(block: ShmBlock) -> None:
+            if fill != 0 and count:
+                np.frombuffer(block.buf, dtype, count)[:] = fill
+
+        block = self._create_or_attach(obj, max(count * dtype.itemsize, 1), init)
+        return SharedArray(block.name, dtype, shape, owner=self, block=block)
+
+    def scalar(self, obj: str, dtype: DTypeLike = np.int64, *, fill: Any = 0) -> SharedScalar:
+        """A shared single value `obj`."""
+        return SharedScalar(self.array(obj, dtype, 1, fill=fill))
+
+    def lock(self, obj: str = "main", timeout: float | None = None) -> FileLock:
+        """A named cross-process lock of this namespace (file removed at teardown)."""
+        return FileLock(lock_path(self.state_dir, self.name, obj), timeout or self.timeout)
+
+    def barrier(self, obj: str = "barrier", timeout: float = DEFAULT_BARRIER_TIMEOUT) -> Barrier:
+        """A reusable barrier `obj` (see `Barrier.wait`)."""
+        return Barrier(self.array(obj, np.int64, BARRIER_SLOTS), self.lock(obj), timeout)
+
+    def claims(
+        self, num_shards: int, obj: str = "shard", *, initial: ShardState = ShardState.REMOTE
+    ) -> ShardClaims:
+        """Per-shard claims over `num_shards` shards; new states start at `initial`."""
+        states = self.array(f"{obj}_states", np.uint8, num_shards, fill=int(initial))
+        owners = self.array(f"{obj}_owners", np.int64, num_shards)
+        return ShardClaims(states, owners, self.lock(obj))
+
+    def board(self, obj: str = "plan") -> PlanBoard:
+        """A `PlanBoard` publishing read-only int64 arrays (the epoch plan) under `obj`."""
+        return PlanBoard(self, obj)
+
+    # -- protocol ------------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state_dir": self.state_dir,
+            "locals": self.locals,
+            "remotes": self.remotes,
+            "timeout": self.timeout,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["name"],
+            state["state_dir"],
+            state["locals"],
+            state["remotes"],
+            timeout=state["timeout"],
+        )
+
+    def __enter__(self) -> Namespace:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Namespace({self.name!r}, locals={self.locals!r})"
+
+
+class _Release:
+    """Drop one process's holder entry; the last live holder reclaims the namespace.
+
+    Idempotent and bound to the registering process: a forked child that inherits it does nothing
+    (the entry is the parent's). Holds no reference to the `Namespace`, so registering it never
+    keeps a dataset alive.
+    """
+
+    __slots__ = ("done", "ident", "name", "state_dir", "timeout")
+
+    def __init__(self, state_dir: str, name: str, ident: Identity, timeout: float) -> None:
+        self.state_dir, self.name, self.ident, self.timeout = state_dir, name, ident, timeout
+        self.done = False
+
+    def __call__(self) -> None:
+        if self.done or os.getpid() != self.ident[0]:
+            return
+        self.done = True
+        try:
+            with registry_lock(self.state_dir, self.timeout):
+                record = read_record(self.state_dir, self.name)
+                if record is None:
+                    return
+                entry = holder_entry(self.ident)
+                if entry in record.holders:
+                    record.holders.remove(entry)
+                record.holders = live_holders(record)
+                if record.holders:
+                    write_record(self.state_dir, record)
+                else:
+                    reclaim(self.state_dir, record)
+        except Exception as err:  # noqa: BLE001  (a finalizer must not raise; leftovers are reclaimed later)
+            log.warning("Could not release shared namespace %s: %s", self.name, err)

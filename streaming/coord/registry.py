@@ -1,0 +1,190 @@
+"""Records of which processes hold a namespace and which namespaces use a local directory.
+
+Plain JSON files in the per-uid state dir (never in a dataset's cache), replaced atomically, read
+and written only under the state dir's single registry lock. A namespace whose recorded holders are
+all dead is stale: `reclaim` unlinks its blocks, lock files and records.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import stat
+import tempfile
+from dataclasses import asdict, dataclass, field
+
+from streaming.coord.liveness import Identity, is_alive
+from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
+from streaming.coord.names import local_index_path, record_path, state_dir_path
+from streaming.coord.shm import list_blocks, unlink_block
+from streaming.errors import CoordinationError
+
+__all__ = [
+    "Record",
+    "add_local_user",
+    "ensure_state_dir",
+    "holder_entry",
+    "live_holders",
+    "local_users",
+    "prune_local_index",
+    "read_record",
+    "reclaim",
+    "registry_lock",
+    "remove_local_user",
+    "write_record",
+]
+
+_MODE = 0o600
+
+
+@dataclass
+class Record:
+    """What the state dir knows about one namespace."""
+
+    name: str
+    locals: list[str]
+    remotes: list[str | None]
+    holders: list[list[int]] = field(default_factory=list)  # [pid, start] per attached handle
+    blocks: list[str] = field(default_factory=list)
+
+
+def ensure_state_dir(tmp: str | None = None) -> str:
+    """Create (mode 0700) and vet the per-uid state dir in the temp dir; return its path.
+
+    Raises:
+        CoordinationError: The path exists but is not a private directory of this user (a
+            symlink or another user's directory would let them tamper with our locks).
+    """
+    uid = os.getuid()
+    # Resolved, so ranks that spell TMPDIR differently still agree on names derived from it.
+    path = state_dir_path(os.path.realpath(tmp or tempfile.gettempdir()), uid)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        raise CoordinationError(
+            f"{path} must be a directory owned by uid {uid}; remove it or set TMPDIR elsewhere"
+        )
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def registry_lock(state_dir: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> FileLock:
+    """The lock that serialises every registry read-modify-write of this user."""
+    return FileLock(os.path.join(state_dir, "registry.lock"), timeout)
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}  # unreadable or truncated: treated as a record with no live holders
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def _remove(path: str) -> bool:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def read_record(state_dir: str, namespace: str) -> Record | None:
+    """The namespace's record; None if it has none. A corrupt record has no holders."""
+    data = _read_json(record_path(state_dir, namespace))
+    if data is None:
+        return None
+    try:
+        return Record(**data)
+    except TypeError:
+        return Record(name=namespace, locals=[], remotes=[])
+
+
+def write_record(state_dir: str, record: Record) -> None:
+    """Replace the namespace's record atomically."""
+    _write_json(record_path(state_dir, record.name), asdict(record))
+
+
+def live_holders(record: Record) -> list[list[int]]:
+    """The record's holders whose processes are still running."""
+    return [h for h in record.holders if len(h) == 2 and is_alive(h[0], h[1])]
+
+
+def reclaim(state_dir: str, record: Record) -> list[str]:
+    """Remove everything a namespace left behind; returns what was removed.
+
+    Blocks listed in the record and any other block carrying the namespace prefix (one created
+    just before a crash) are unlinked, then lock files, local-directory entries and the record.
+    """
+    removed = []
+    names = set(record.blocks) | set(list_blocks(f"{record.name}_"))
+    removed += [name for name in sorted(names) if unlink_block(name)]
+    for local in record.locals:
+        remove_local_user(state_dir, local, record.name)
+    for path in glob.glob(os.path.join(glob.escape(state_dir), f"{record.name}.*.lock")):
+        if _remove(path):
+            removed.append(path)
+    path = record_path(state_dir, record.name)
+    if _remove(path):
+        removed.append(path)
+    return removed
+
+
+def local_users(state_dir: str, local: str) -> dict[str, bool]:
+    """Namespaces recorded as using `local`, each mapped to whether it has a remote there."""
+    data = _read_json(local_index_path(state_dir, local)) or {}
+    users = data.get("users", {})
+    return {str(k): bool(v) for k, v in users.items()} if isinstance(users, dict) else {}
+
+
+def add_local_user(state_dir: str, local: str, namespace: str, has_remote: bool) -> None:
+    """Record that `namespace` uses `local`."""
+    users = local_users(state_dir, local)
+    users[namespace] = has_remote
+    _write_json(
+        local_index_path(state_dir, local), {"local": os.path.abspath(local), "users": users}
+    )
+
+
+def remove_local_user(state_dir: str, local: str, namespace: str) -> None:
+    """Forget that `namespace` uses `local`; drop the file when nobody is left."""
+    path = local_index_path(state_dir, local)
+    users = local_users(state_dir, local)
+    if users.pop(namespace, None) is None:
+        return
+    if users:
+        _write_json(path, {"local": os.path.abspath(local), "users": users})
+    else:
+        _remove(path)
+
+
+def prune_local_index(path: str, live: set[str]) -> bool:
+    """Keep only `live` namespaces in one local-directory file; True if the file was removed."""
+    data = _read_json(path) or {}
+    users = data.get("users") if isinstance(data.get("users"), dict) else {}
+    kept = {k: v for k, v in users.items() if k in live}
+    if kept:
+        if kept != users:
+            _write_json(path, {"local": data.get("local", ""), "users": kept})
+        return False
+    return _remove(path)
+
+
+def holder_entry(ident: Identity) -> list[int]:
+    """The JSON form of a holder."""
+    return [int(ident[0]), int(ident[1])]

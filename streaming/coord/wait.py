@@ -1,0 +1,80 @@
+"""Deadlines and backoff: the single polling loop of the coordination room.
+
+Every node-local wait goes through `wait_until`, so none can spin forever: it sleeps with
+exponential backoff (about 1 ms growing to 50 ms) and, at its deadline, raises a
+`CoordinationError` that says what it waited for and how far it got.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from streaming.errors import CoordinationError
+
+__all__ = ["FIRST_SLEEP", "MAX_SLEEP", "Deadline", "wait_until"]
+
+T = TypeVar("T")
+
+FIRST_SLEEP = 0.001
+MAX_SLEEP = 0.05
+
+
+class Deadline:
+    """A point in monotonic time after which a wait gives up."""
+
+    __slots__ = ("end", "start", "timeout")
+
+    def __init__(self, timeout: float) -> None:
+        if not timeout >= 0:
+            raise ValueError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self.start = time.monotonic()
+        self.end = self.start + self.timeout
+
+    def remaining(self) -> float:
+        """Seconds left; zero or negative once expired."""
+        return self.end - time.monotonic()
+
+    def elapsed(self) -> float:
+        """Seconds since the deadline was set."""
+        return time.monotonic() - self.start
+
+
+def wait_until(
+    poll: Callable[[], T | None],
+    *,
+    timeout: float,
+    what: Callable[[], str],
+    first: float = FIRST_SLEEP,
+    cap: float = MAX_SLEEP,
+) -> T:
+    """Call `poll` until it returns something other than None, or fail at the deadline.
+
+    Args:
+        poll: Returns the awaited value, or None for "not yet". Called at least once, even with
+            a zero timeout, so a condition that already holds never fails.
+        timeout: Seconds to wait in total.
+        what: Describes the wait for the error message; called only on timeout, so it can report
+            live progress (e.g. how many participants arrived).
+        first: First sleep between polls.
+        cap: Longest sleep between polls; bounds the latency after the condition becomes true.
+
+    Raises:
+        CoordinationError: The deadline passed.
+    """
+    deadline = Deadline(timeout)
+    delay = first
+    while True:
+        value = poll()
+        if value is not None:
+            return value
+        left = deadline.remaining()
+        if left <= 0:
+            raise CoordinationError(
+                f"Timed out after {deadline.elapsed():.3g} s (limit {timeout:g} s) "
+                f"waiting for {what()}"
+            )
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, cap)

@@ -1,0 +1,63 @@
+"""The reusable barrier across real processes (fork and spawn), and its deadline errors."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+
+import numpy as np
+import pytest
+from coord_workers import barrier_rounds
+
+from streaming.coord import open_namespace
+from streaming.errors import CoordinationError
+
+
+def test_barrier_holds_everyone_until_all_arrive(
+    coord_tmp: str, ctx: mp.context.BaseContext
+) -> None:
+    n, rounds = 3, 4
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        barrier = ns.barrier()
+        arrivals = ns.array("arrivals", np.int64, 2 * rounds)
+        lock = ns.lock("arrivals")
+        procs = [
+            ctx.Process(target=barrier_rounds, args=(barrier, arrivals, lock, n, rounds))
+            for _ in range(n - 1)
+        ]
+        for p in procs:
+            p.start()
+        barrier_rounds(barrier, arrivals, lock, n, rounds)
+        for p in procs:
+            p.join(30)
+        assert [p.exitcode for p in procs] == [0] * (n - 1)
+        seen = arrivals.numpy().reshape(rounds, 2)
+        # Every process of every round saw all n arrivals once past the barrier.
+        assert seen[:, 0].tolist() == [n] * rounds
+        assert seen[:, 1].tolist() == [n] * rounds
+        assert barrier.generation == rounds
+
+
+def test_barrier_deadline_reports_arrivals_and_recovers(coord_tmp: str) -> None:
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        barrier = ns.barrier(timeout=0.2)
+        start = time.monotonic()
+        with pytest.raises(CoordinationError, match=r"barrier .* 1 of 2 participants arrived"):
+            barrier.wait(2)
+        assert time.monotonic() - start < 2
+        assert barrier.array.numpy()[0] == 0  # the timed-out arrival was withdrawn
+        assert barrier.wait(1) == 1  # and the barrier still works
+
+
+def test_barrier_rejects_disagreeing_participant_counts(coord_tmp: str) -> None:
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        barrier = ns.barrier()
+        proc = mp.get_context("fork").Process(target=barrier.wait, args=(3, 5.0))
+        proc.start()
+        deadline = time.monotonic() + 10
+        while barrier.array.numpy()[0] != 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        with pytest.raises(CoordinationError, match="expects 2 participants but the 1 already"):
+            barrier.wait(2)
+        proc.kill()
+        proc.join()

@@ -1,0 +1,111 @@
+"""`clean_stale_shared_memory()` removes what dead jobs left, and never what live ones hold."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import pytest
+from coord_workers import hold_namespace
+
+from streaming.coord import ShmBlock, clean_stale_shared_memory, open_namespace
+from streaming.coord.registry import read_record, write_record
+from streaming.coord.shm import block_exists, list_blocks, unlink_block
+
+JOB = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "3333", "RANK": "0"}
+
+
+def _holder(tmp: str, local: str, env: dict) -> tuple[mp.Process, str]:
+    ctx = mp.get_context("spawn")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=hold_namespace, args=(tmp, local, "s3://b/d", env, there))
+    proc.start()
+    assert here.poll(30)
+    return proc, here.recv()
+
+
+def _legacy_block_in_child(name: str, conn) -> None:
+    block = ShmBlock.create(name, 64)
+    conn.send("ready")
+    time.sleep(60)
+    block.close()
+
+
+def test_dead_namespaces_go_live_ones_stay(coord_tmp: str) -> None:
+    dead, dead_name = _holder(coord_tmp, f"{coord_tmp}/a", JOB)
+    live, live_name = _holder(coord_tmp, f"{coord_tmp}/b", {**JOB, "MASTER_PORT": "4444"})
+    mine = open_namespace([f"{coord_tmp}/c"], ["s3://b/c"])
+    mine.array("x", "uint8", 3)
+    try:
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.join()
+        removed = clean_stale_shared_memory()
+        assert f"{dead_name}_marker" in removed
+        assert any(path.endswith(f"{dead_name}.json") for path in removed)
+        assert list_blocks(f"{dead_name}_") == []
+        assert list_blocks(f"{live_name}_") == [f"{live_name}_marker"]
+        assert list_blocks(f"{mine.name}_") == [f"{mine.name}_x"]
+        assert clean_stale_shared_memory() == []  # nothing more to do
+    finally:
+        live.kill()
+        live.join()
+        mine.close()
+
+
+def test_unrecorded_blocks_of_a_dead_namespace_go_with_it(coord_tmp: str) -> None:
+    ns = open_namespace([f"{coord_tmp}/a"], ["s3://b/a"])
+    ns.array("x", "uint8", 3)
+    # A crash between creating a block and recording it leaves a block only its name ties to
+    # the namespace; a block of an unknown namespace (another state dir) must not be judged.
+    orphan = ShmBlock.create(f"{ns.name}_leftover", 8)
+    stranger = ShmBlock.create(f"ss_{os.getuid()}_{'0' * 15}{os.getpid() % 10}_x", 8)
+    try:
+        ns._finalizer.detach()  # forget to release, like a SIGKILLed process
+        ns._pid = -1
+        record = read_record(ns.state_dir, ns.name)
+        record.holders = [[2**22 + 1, 1]]  # a pid that cannot be alive
+        write_record(ns.state_dir, record)
+        removed = clean_stale_shared_memory()
+        assert {f"{ns.name}_leftover", f"{ns.name}_x"} <= set(removed)
+        assert not block_exists(f"{ns.name}_leftover") and block_exists(stranger.name)
+    finally:
+        orphan.close()
+        stranger.close()
+        stranger.unlink()
+
+
+def test_reference_style_blocks_are_removed_only_when_nobody_maps_them() -> None:
+    base = 990000 + os.getpid() % 4000 * 2
+    stale, held = f"{base:06}_resume", f"{base + 1:06}_epoch_data"
+    for name in (stale, held):
+        unlink_block(name)
+    ShmBlock.create(stale, 64).close()
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=_legacy_block_in_child, args=(held, there))
+    proc.start()
+    try:
+        assert here.poll(20)
+        here.recv()
+        removed = clean_stale_shared_memory()
+        assert stale in removed and held not in removed
+        assert not block_exists(stale) and block_exists(held)
+    finally:
+        proc.kill()
+        proc.join()
+        unlink_block(held)
+
+
+def test_reference_style_blocks_of_the_calling_process_are_removed() -> None:
+    """The reference's own test: a block this process created counts as leaked."""
+    name = f"{990000 + os.getpid() % 4000 * 2:06}_locals"
+    block = ShmBlock.create(name, 64)
+    try:
+        assert name in clean_stale_shared_memory()
+        with pytest.raises(FileNotFoundError):
+            ShmBlock.attach(name)
+    finally:
+        block.close()
+        unlink_block(name)

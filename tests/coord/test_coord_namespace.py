@@ -1,0 +1,280 @@
+"""Namespaces: job scoping, stale reclaim, 'Reused local directory', release, leaks, plan board."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from coord_workers import attach_and_report, attach_then_wait, hold_namespace, read_plan
+
+from streaming.coord import ShmBlock, open_namespace
+from streaming.coord.registry import read_record
+from streaming.coord.shm import list_blocks
+from streaming.errors import CoordinationError
+
+JOB_A = {
+    "WORLD_SIZE": "2",
+    "MASTER_ADDR": "127.0.0.1",
+    "MASTER_PORT": "1111",
+    "RANK": "0",
+    "LOCAL_WORLD_SIZE": "2",
+}
+JOB_B = {**JOB_A, "MASTER_PORT": "2222"}
+
+
+def _start_holder(tmp: str, local: str, remote: str | None, env: dict) -> tuple[mp.Process, str]:
+    ctx = mp.get_context("spawn")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=hold_namespace, args=(tmp, local, remote, env, there))
+    proc.start()
+    assert here.poll(30), "holder did not start"
+    return proc, here.recv()
+
+
+def _kill(proc: mp.Process) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+
+
+def _shm(prefix: str) -> list[str]:
+    return list_blocks(prefix)
+
+
+def test_ranks_of_one_job_share_a_namespace(coord_tmp: str) -> None:
+    local = f"{coord_tmp}/data"
+    proc, name = _start_holder(coord_tmp, local, "s3://b/d", JOB_A)
+    try:
+        rank1 = open_namespace([local], ["s3://b/d"], env={**JOB_A, "RANK": "1"})
+        assert rank1.name == name
+        assert rank1.array("marker", np.int64, 4).numpy().tolist() == [7] * 4
+        assert sorted(rank1.holders()) == sorted([proc.pid, os.getpid()])
+        rank1.close()
+        assert _shm(f"{name}_")  # the other rank still holds it
+    finally:
+        _kill(proc)
+
+
+def test_stale_namespace_of_a_killed_job_is_reclaimed(coord_tmp: str) -> None:
+    local = f"{coord_tmp}/data"
+    proc, name = _start_holder(coord_tmp, local, "s3://b/d", JOB_A)
+    _kill(proc)
+    assert _shm(f"{name}_") == [f"{name}_marker"]  # left behind by SIGKILL
+    ns = open_namespace([local], ["s3://b/d"], env=JOB_A)  # same job key: same name
+    assert ns.name == name
+    assert _shm(f"{name}_") == []  # reclaimed, not attached
+    assert ns.array("marker", np.int64, 4).numpy().tolist() == [0] * 4
+    assert ns.holders() == [os.getpid()]
+    ns.close()
+    assert _shm(f"{name}_") == [] and read_record(ns.state_dir, name) is None
+
+
+def test_live_job_with_the_same_local_and_remote_is_refused(coord_tmp: str) -> None:
+    local = f"{coord_tmp}/data"
+    proc, name = _start_holder(coord_tmp, local, "s3://b/d", JOB_A)
+    try:
+        with pytest.raises(
+            ValueError, match=r"^Reused local directory: .* vs .*Provide a different one"
+        ):
+            open_namespace([local], ["s3://b/d"], env=JOB_B)
+        # A local-only dataset may share the directory, as in the reference.
+        open_namespace([local], [None], env=JOB_B).close()
+    finally:
+        _kill(proc)
+    ns = open_namespace([local], ["s3://b/d"], env=JOB_B)  # the other job died: reclaim silently
+    assert ns.name != name and _shm(f"{name}_") == []
+    assert read_record(ns.state_dir, name) is None
+    ns.close()
+
+
+def test_same_process_reuse_rules(coord_tmp: str) -> None:
+    local = f"{coord_tmp}/data"
+    with pytest.raises(
+        ValueError, match=r"^Reused local directory: \['.*'\]. Provide a different one.$"
+    ):
+        open_namespace([local, local], ["s3://a", "s3://b"])
+    first = open_namespace([local], ["s3://b/d"])
+    with pytest.raises(ValueError, match="Reused local directory.*vs.*Provide a different one."):
+        open_namespace([local], ["s3://b/d"])
+    first.close()
+    open_namespace([local], ["s3://b/d"]).close()  # fine once the first is closed
+    a, b = open_namespace([local]), open_namespace([local])  # local-only: allowed, kept apart
+    assert a.name != b.name
+    a.close()
+    b.close()
+
+
+def test_workers_attach_lazily_and_the_last_holder_cleans_up(
+    coord_tmp: str, ctx: mp.context.BaseContext
+) -> None:
+    ns = open_namespace([f"{coord_tmp}/data"], ["s3://b/d"])
+    arr = ns.array("data", np.int64, 3, fill=4)
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=attach_and_report, args=(pickle.loads(pickle.dumps(ns)), there))
+    proc.start()
+    assert here.poll(30), "worker died"
+    values, holders = here.recv()
+    assert values == [4, 4, 4] and holders == sorted([os.getpid(), proc.pid])
+    assert here.recv() == "closed"
+    proc.join(30)
+    assert proc.exitcode == 0 and arr[1] == 99
+    assert ns.holders() == [os.getpid()]  # the worker's close did not tear down our namespace
+    del arr
+    blocks = _shm(f"{ns.name}_")
+    assert blocks
+    ns.close()
+    assert _shm(f"{ns.name}_") == [] and os.listdir(ns.state_dir) == ["registry.lock"]
+
+
+def test_a_worker_outliving_its_creator_releases_at_exit(
+    coord_tmp: str, ctx: mp.context.BaseContext
+) -> None:
+    ns = open_namespace([f"{coord_tmp}/data"], ["s3://b/d"])
+    name = ns.name
+    ns.array("data", np.int64, 3, fill=2)
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=attach_then_wait, args=(ns, there))
+    proc.start()
+    assert here.poll(30) and here.recv() == 2
+    ns.close()  # the creator lets go first: the worker still holds the namespace
+    assert _shm(f"{name}_")
+    here.send("exit")
+    proc.join(30)
+    assert proc.exitcode == 0
+    assert _shm(f"{name}_") == [] and read_record(ns.state_dir, name) is None
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _cycle(tmp: str, i: int, close: bool) -> str:
+    ns = open_namespace([f"{tmp}/d{i % 3}"], [f"s3://b/{i % 3}"])
+    claims = ns.claims(16)
+    claims.ensure(i % 16, lambda: None)
+    ns.scalar("cache_usage").set(i)
+    ns.barrier().wait(1)
+    board = ns.board()
+    board.publish(np.arange(i % 7 + 1))
+    assert board.read()[-1] == i % 7
+    with ns.lock("cache"):
+        pass
+    if close:
+        ns.close()
+    return ns.name
+
+
+@pytest.mark.slow  # about 3 s alone, more on a loaded machine
+def test_500_namespaces_leak_no_descriptors_or_shared_memory(coord_tmp: str) -> None:
+    _cycle(coord_tmp, 0, True)  # warm up lazily opened interpreter state
+    fds, files = _fds(), len(os.listdir(f"{coord_tmp}"))
+    names = {_cycle(coord_tmp, i, close=i % 2 == 0) for i in range(500)}  # half just dropped
+    assert _fds() == fds
+    assert len(names) == 3  # one per distinct (local, remote), each created and removed 500/3 times
+    assert [b for b in os.listdir("/dev/shm") if b.startswith(tuple(names))] == []
+    state_dir = os.path.join(coord_tmp, f"shardstream-{os.getuid()}")
+    assert os.listdir(state_dir) == ["registry.lock"] and len(os.listdir(coord_tmp)) == files
+
+
+def test_plan_board_is_one_shared_read_only_mapping(
+    coord_tmp: str, ctx: mp.context.BaseContext
+) -> None:
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        board = ns.board()
+        plan = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
+        assert board.publish(plan - 1) == 1
+        assert board.publish(plan) == 2  # a new generation replaces the old block
+        assert _shm(board.block_name(1)) == [] and _shm(board.block_name(2))
+        here, there = ctx.Pipe()
+        proc = ctx.Process(target=read_plan, args=(board, there))
+        proc.start()
+        assert here.poll(30), "reader died"
+        values, writeable = here.recv()
+        assert values == plan.tolist() and writeable is False
+        # Write through another mapping of the published block: the worker's view sees it, so
+        # it maps the same pages rather than holding a copy.
+        leader = ShmBlock.attach(board.block_name(2))
+        np.frombuffer(leader.buf, np.int64)[0] = -42
+        here.send("written")
+        assert here.poll(30) and here.recv() == -42
+        proc.join(30)
+        assert proc.exitcode == 0
+        leader.close()
+        mine = board.read()
+        assert mine[0, 0, 0] == -42 and not mine.flags.writeable
+        empty = board.read(min_generation=board.publish(np.empty((0, 5))))
+        assert empty.shape == (0, 5)
+
+
+NO_TRACKER_SCRIPT = textwrap.dedent(
+    """
+    import multiprocessing as mp, pickle, sys
+    import numpy as np
+    from streaming.coord import open_namespace
+    from streaming.base.shared import SharedArray, SharedBarrier, SharedMemory
+
+    def child(ns, arr):
+        ns.array("a", np.int64, 4)[0] += 1
+        arr[1] += 1
+        SharedMemory(arr.shm.name, False).buf[2] = 5
+
+    if __name__ == "__main__":
+        ns = open_namespace([sys.argv[1]], ["s3://b/d"])
+        ns.array("a", np.int64, 4)
+        compat = SharedArray(4, np.int64, sys.argv[2])
+        SharedBarrier(sys.argv[1] + ".lock", sys.argv[2] + "_b")(1)
+        for method in ("fork", "spawn"):
+            p = mp.get_context(method).Process(target=child, args=(ns, compat))
+            p.start(); p.join()
+            assert p.exitcode == 0
+        assert ns.array("a", np.int64, 4)[0] == 2 and compat[1] == 2
+        print(ns.name)
+    """
+)
+
+
+def test_no_resource_tracker_warnings_or_leftovers_at_exit(coord_tmp: str, tmp_path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(NO_TRACKER_SCRIPT)
+    compat_name = f"sstest_{os.getpid()}_compat"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    result = subprocess.run(
+        [sys.executable, str(script), f"{coord_tmp}/data", compat_name],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "resource_tracker" not in result.stderr and "leaked" not in result.stderr
+    assert result.stderr == ""
+    name = result.stdout.strip()
+    assert name.startswith("ss_") and _shm(f"{name}_") == []  # released at exit
+    assert _shm(compat_name) == []
+
+
+def test_factories_initialise_only_on_creation(coord_tmp: str) -> None:
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        never = np.iinfo(np.uint64).max
+        times = ns.array("access_times", np.uint64, 4, fill=never)
+        assert times.created and times.numpy().tolist() == [never] * 4
+        times[0] = 5
+        again = ns.array("access_times", np.uint64, 4, fill=never)
+        assert not again.created and again[0] == 5
+        usage = ns.scalar("cache_usage")
+        assert usage.add(10, ns.lock("cache")) == 10
+        with ns.lock("cache") as held:
+            assert usage.add(-3, None) == 7 and held.held
+        assert ns.scalar("cache_usage").get() == 7
+        with pytest.raises(CoordinationError, match="has 8 bytes, expected 16"):
+            ns.array("cache_usage", np.int64, 2)  # same name, other layout
+    assert ns.closed
+    with pytest.raises(CoordinationError, match="closed"):
+        ns.array("x", np.int64, 1)

@@ -1,0 +1,230 @@
+"""Names, waits, shared-memory blocks, shared arrays and the cross-process lock."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+from coord_workers import lock_increments
+
+from streaming.coord import FileLock, SharedArray, ShmBlock
+from streaming.coord.liveness import identity, is_alive
+from streaming.coord.names import job_key, namespace_name
+from streaming.coord.shm import block_exists, list_blocks, unlink_block
+from streaming.coord.wait import wait_until
+from streaming.errors import CoordinationError
+
+
+def _name(tag: str) -> str:
+    return f"sstest_{os.getpid()}_{tag}"
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+def test_job_key_single_process_is_the_pid() -> None:
+    assert job_key({}, 123) == "pid=123"
+    assert job_key({"MASTER_ADDR": "h", "MASTER_PORT": "1", "WORLD_SIZE": "1"}, 5) == "pid=5"
+
+
+def test_job_key_is_shared_by_the_ranks_of_a_node_only() -> None:
+    env = {"MASTER_ADDR": "h", "MASTER_PORT": "29500", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}
+    keys = [job_key({**env, "RANK": str(r)}, pid=100 + r) for r in range(4)]
+    assert keys[0] == keys[1] != keys[2] == keys[3]
+    # LOCAL_WORLD_SIZE unset: every rank is its own node, as in the reference.
+    solo = {k: v for k, v in env.items() if k != "LOCAL_WORLD_SIZE"}
+    assert len({job_key({**solo, "RANK": str(r)}, 1) for r in range(4)}) == 4
+    other_run = job_key({**env, "RANK": "0", "TORCHELASTIC_RUN_ID": "b"}, 1)
+    assert other_run != keys[0]
+
+
+def test_namespace_name_is_deterministic_and_scoped() -> None:
+    a = namespace_name(["/x", "/y"], ["s3://a", None], "job", 1000)
+    assert a == namespace_name(["/y", "/x"], [None, "s3://a"], "job", 1000)
+    assert a.startswith("ss_1000_") and len(a) == len("ss_1000_") + 16
+    assert a != namespace_name(["/x", "/y"], ["s3://a", None], "job2", 1000)
+    assert a != namespace_name(["/x", "/y"], ["s3://a", None], "job", 1001)
+    assert a != namespace_name(["/x", "/y"], ["s3://b", None], "job", 1000)
+    assert a != namespace_name(["/x", "/y"], ["s3://a", None], "job", 1000, instance=1)
+
+
+# -- waiting and liveness -----------------------------------------------------------------------
+
+
+def test_wait_until_returns_the_value_and_polls_at_least_once() -> None:
+    assert wait_until(lambda: 5, timeout=0, what=lambda: "x") == 5
+    box = {"n": 0}
+
+    def poll() -> int | None:
+        box["n"] += 1
+        return box["n"] if box["n"] == 4 else None
+
+    assert wait_until(poll, timeout=5, what=lambda: "x") == 4
+
+
+def test_wait_until_deadline_says_what_it_waited_for() -> None:
+    start = time.monotonic()
+    with pytest.raises(CoordinationError, match=r"waiting for the moon \(3 of 4\)"):
+        wait_until(lambda: None, timeout=0.1, what=lambda: "the moon (3 of 4)")
+    assert 0.1 <= time.monotonic() - start < 1.0
+
+
+def test_liveness_detects_exit_zombies_and_recycled_pids() -> None:
+    me = identity()
+    assert me[0] == os.getpid() and is_alive(*me)
+    assert not is_alive(me[0], me[1] + 1)  # same pid, different start: recycled
+    proc = mp.get_context("fork").Process(target=time.sleep, args=(0,))
+    proc.start()
+    deadline = time.monotonic() + 5
+    while is_alive(proc.pid) and time.monotonic() < deadline:  # exited but not reaped: zombie
+        time.sleep(0.01)
+    assert not is_alive(proc.pid)
+    proc.join()
+    assert not is_alive(proc.pid)
+    assert not is_alive(0) and not is_alive(-1)
+
+
+# -- shared-memory blocks -----------------------------------------------------------------------
+
+
+def test_block_create_attach_size_and_permissions() -> None:
+    name = _name("blk")
+    block = ShmBlock.create(name, 100)
+    try:
+        assert block.created and block.size == 100 and bytes(block.buf[:4]) == b"\0" * 4
+        assert os.stat(f"/dev/shm/{name}").st_mode & 0o777 == 0o600
+        with pytest.raises(FileExistsError):
+            ShmBlock.create(name, 100)
+        other = ShmBlock.attach(name, 100)
+        other.buf[0] = 7
+        assert block.buf[0] == 7 and not other.created
+        with pytest.raises(CoordinationError, match="has 100 bytes, expected 64"):
+            ShmBlock.attach(name, 64)
+        readonly = ShmBlock.attach(name, readonly=True)
+        view = np.frombuffer(readonly.buf, np.uint8)
+        assert view[0] == 7 and not view.flags.writeable
+        with pytest.raises(ValueError):
+            view[0] = 1
+        assert name in list_blocks("sstest_", os.getuid())
+        other.close()
+        block.close()  # exported views keep the mapping until they die
+        assert view[0] == 7
+    finally:
+        assert unlink_block(name)
+    assert not block_exists(name) and not unlink_block(name)
+    with pytest.raises(FileNotFoundError):
+        ShmBlock.attach(name)
+
+
+def test_shared_array_create_attach_fill_and_pickle(ctx: mp.context.BaseContext) -> None:
+    name = _name(f"arr_{ctx.get_start_method()}")
+    arr = SharedArray(name, np.uint64, (2, 3), create=True, fill=5)
+    try:
+        assert arr.created and arr.numpy().tolist() == [[5] * 3] * 2
+        same = SharedArray(name, np.uint64, (2, 3))  # attach: no refill
+        assert not same.created
+        same[1, 2] = 9
+        assert arr[1, 2] == 9 and len(arr) == 2
+        with pytest.raises(CoordinationError):
+            SharedArray(name, np.uint64, (3, 3), create=False)
+        clone = pickle.loads(pickle.dumps(arr))
+        assert clone.numpy().tolist() == arr.numpy().tolist()
+        proc = ctx.Process(target=_bump, args=(arr,))
+        proc.start()
+        proc.join(30)
+        assert proc.exitcode == 0 and arr[0, 0] == 6
+    finally:
+        arr.unlink()
+
+
+def _bump(arr: SharedArray) -> None:
+    arr[0, 0] += 1
+
+
+# -- locks --------------------------------------------------------------------------------------
+
+
+def test_lock_mutual_exclusion_across_processes(tmp_path, ctx: mp.context.BaseContext) -> None:
+    lock = FileLock(str(tmp_path / "x.lock"), timeout=20)
+    counter = SharedArray(_name(f"ctr_{ctx.get_start_method()}"), np.int64, 1, create=True)
+    try:
+        procs = [ctx.Process(target=lock_increments, args=(lock, counter, 150)) for _ in range(3)]
+        for p in procs:
+            p.start()
+        lock_increments(lock, counter, 150)
+        for p in procs:
+            p.join(30)
+        assert [p.exitcode for p in procs] == [0, 0, 0]
+        assert counter[0] == 600
+    finally:
+        counter.unlink()
+
+
+def test_lock_is_not_inherited_across_fork(tmp_path) -> None:
+    lock = FileLock(str(tmp_path / "x.lock"))
+    ready, go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            ready.set()
+            go.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    ready.wait(10)
+    q = mp.get_context("fork").Queue()
+    child = mp.get_context("fork").Process(target=_try_lock, args=(lock, q))
+    child.start()  # forked while another thread of ours holds the lock
+    assert q.get(timeout=10) == "timeout"  # the child does not think it holds it...
+    go.set()
+    holder.join()
+    assert q.get(timeout=10) == "acquired"  # ...and gets it once we let go
+    child.join(10)
+    assert child.exitcode == 0
+
+
+def _try_lock(lock: FileLock, q: mp.Queue) -> None:
+    try:
+        lock.acquire(timeout=0.3)
+        q.put("acquired-early")
+        return
+    except CoordinationError:
+        q.put("timeout")
+    lock.acquire(timeout=10)
+    q.put("acquired")
+    lock.release()
+
+
+def test_lock_survives_deletion_of_its_file(tmp_path) -> None:
+    path = str(tmp_path / "x.lock")
+    first, second = FileLock(path), FileLock(path)
+    first.acquire()
+    os.unlink(path)  # a teardown removed the file while we hold it
+    second.acquire(timeout=1)  # locks the new file; the old one is gone
+    assert second.held
+    second.release()
+    first.release()
+    with pytest.raises(RuntimeError, match="not held"):
+        first.release()
+
+
+def test_lock_timeout_names_the_lock_and_pickles_by_path(tmp_path) -> None:
+    lock = FileLock(str(tmp_path / "x.lock"), timeout=0.05)
+    clone = pickle.loads(pickle.dumps(lock))
+    with lock, pytest.raises(CoordinationError, match="x.lock"):
+        clone.acquire()
+    with clone:
+        assert clone.held and not lock.held
+
+
+def test_lock_reentry_fails_fast_instead_of_deadlocking(tmp_path) -> None:
+    lock = FileLock(str(tmp_path / "x.lock"), timeout=30)
+    start = time.monotonic()
+    with lock, pytest.raises(CoordinationError, match="not reentrant"):
+        lock.acquire()
+    assert time.monotonic() - start < 1 and not lock.held
