@@ -1,0 +1,200 @@
+"""The node's shard cache: which shards are local, who fetches which, what to evict.
+
+Ties the shared claim table (`streaming.coord`) to the file work (`prepare_shard_files`) and the
+eviction policy (`choose_evictions`). One instance per dataset per process; all instances of a
+node share state through the dataset's namespace, so each shard is fetched once per node.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from streaming.cache.eviction import choose_evictions
+from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files
+from streaming.coord import Event, Namespace, Outcome, ShardState
+
+if TYPE_CHECKING:
+    from streaming.format.reader import Reader
+
+__all__ = ["NodeCache", "IN_USE_SLOTS"]
+
+#: Per-node slots where workers publish the shard they are reading (never evicted meanwhile).
+IN_USE_SLOTS = 4096
+_NEVER = np.iinfo(np.uint64).max
+
+
+@dataclass(frozen=True)
+class _ShardInfo:
+    """Per-shard facts the cache needs, as arrays (index = global shard id)."""
+
+    stream_ids: np.ndarray  # int64
+    cache_bytes: np.ndarray  # int64: raw + zip bytes, the most a shard can occupy
+    has_remote: np.ndarray  # bool: can be fetched again after eviction
+
+
+class NodeCache:
+    """Prepare, account for and evict shards on behalf of every process of a node."""
+
+    def __init__(self, namespace: Namespace, shards: Sequence[Reader],
+                 sources: Sequence[Callable[[], ShardSource]], stream_ids: np.ndarray,
+                 cache_limit: int | None) -> None:
+        self.namespace = namespace
+        self.shards = list(shards)
+        self.sources = list(sources)  # per stream; called lazily (stores open per process)
+        self.info = _ShardInfo(
+            stream_ids=stream_ids,
+            cache_bytes=np.array([s.get_max_size() for s in shards], np.int64),
+            has_remote=np.array([sources[i]().store is not None for i in stream_ids], bool),
+        )
+        self.cache_limit = cache_limit
+        n = len(self.shards)
+        self.claims = namespace.claims(n)
+        self.access_times = namespace.array("access_times", np.uint64, n, fill=_NEVER)
+        self.usage = namespace.scalar("cache_usage")
+        self.fetched_bytes = namespace.scalar("fetched_bytes")
+        self.fetch_nanos = namespace.scalar("fetch_nanos")
+        self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
+
+    # ------------------------------------------------------------------------------- start-up
+
+    def set_up(self, index_bytes: int, present_bytes: np.ndarray) -> None:
+        """Record what the cache holds at start-up (call once, by the node's first process)."""
+        states = self.claims.states.numpy()
+        with self.claims.lock:
+            states[:] = np.where(present_bytes > 0, ShardState.LOCAL, ShardState.REMOTE)
+            now = time.time_ns()
+            self.access_times.numpy()[present_bytes > 0] = now
+            self.usage.set(int(index_bytes + present_bytes.sum()))
+
+    # ------------------------------------------------------------------------------- prepare
+
+    def is_local(self, shard: int) -> bool:
+        return self.claims.state(shard) == ShardState.LOCAL
+
+    def touch(self, shard: int) -> None:
+        """Stamp a use of `shard` (for least-recently-used eviction)."""
+        self.access_times.numpy()[shard] = time.time_ns()
+
+    def mark_in_use(self, slot: int, shard: int) -> None:
+        """Publish that the worker in `slot` reads `shard` now (-1: none)."""
+        self.in_use.numpy()[slot % IN_USE_SLOTS] = shard
+
+    def prepare(self, shard: int, *, blocking: bool = True, force: bool = False) -> bool:
+        """Make `shard` local, fetching it here unless another process already is.
+
+        Args:
+            shard: global shard id.
+            blocking: wait for another process's fetch; if False, return at once instead.
+            force: re-check the files of a shard marked local (it was deleted behind our back).
+
+        Returns:
+            Whether the shard is local now (always True when blocking).
+        """
+        if not blocking:
+            outcome = self.claims.claim(shard, reprepare=force)
+            if outcome is not Outcome.GRANTED:
+                return outcome is Outcome.READY
+            self._run_prepare(shard)
+            return True
+        self.claims.ensure(shard, lambda: self._fetch(shard), reprepare=force)
+        self.touch(shard)
+        return True
+
+    def _run_prepare(self, shard: int) -> None:
+        try:
+            self._fetch(shard)
+        except BaseException:
+            self.claims.finish(shard, ok=False)
+            raise
+        self.claims.finish(shard, ok=True)
+
+    def _fetch(self, shard: int) -> None:
+        """The preparation itself; runs while this process holds the shard's claim.
+
+        With a cache limit, room for the shard's largest form is reserved (counted in the usage)
+        before fetching, so concurrent fetches can never overshoot the limit together.
+        """
+        reserved = 0
+        if self.cache_limit is not None:
+            reserved = int(self.info.cache_bytes[shard])
+            self._make_room(reserved, exclude=shard)
+        reader = self.shards[shard]
+        source = self.sources[int(self.info.stream_ids[shard])]()
+        try:
+            result: PrepareResult = prepare_shard_files(source, reader.file_pairs,
+                                                        reader.compression)
+        except BaseException:
+            if reserved:
+                self._add_usage(-reserved)
+            raise
+        with self.claims.lock:
+            self.usage.set(self.usage.get() + result.delta_bytes - reserved)
+            self.fetched_bytes.set(self.fetched_bytes.get() + result.fetched_bytes)
+            self.fetch_nanos.set(self.fetch_nanos.get() + int(result.fetch_seconds * 1e9))
+        self.touch(shard)
+
+    def _add_usage(self, delta: int) -> None:
+        with self.claims.lock:
+            self.usage.set(self.usage.get() + delta)
+
+    # ------------------------------------------------------------------------------- eviction
+
+    def _make_room(self, needed: int, exclude: int = -1) -> None:
+        with self.claims.lock:
+            states = self.claims.states.numpy()
+            evictable = self.info.has_remote.copy()
+            in_use = self.in_use.numpy()
+            evictable[in_use[in_use >= 0]] = False
+            if exclude >= 0:
+                evictable[exclude] = False
+            victims = choose_evictions(
+                size_bytes=self.info.cache_bytes,
+                resident=states == ShardState.LOCAL,
+                evictable=evictable,
+                last_access=self.access_times.numpy(),
+                usage_bytes=int(self.usage.get()),
+                limit_bytes=int(self.cache_limit or 0),
+                needed_bytes=needed,
+            )
+            for victim in victims.tolist():
+                self._evict_locked(victim)
+            self.usage.set(self.usage.get() + needed)  # the reservation
+
+    def _evict_locked(self, shard: int) -> None:
+        outcome = self.claims.apply(shard, Event.EVICT)
+        if outcome is Outcome.BUSY:
+            return
+        freed = self.shards[shard].evict()
+        self.access_times.numpy()[shard] = _NEVER
+        usage = int(self.usage.get()) - int(freed)
+        if usage < 0:
+            raise RuntimeError(f"Negative cache usage: {usage}.")
+        self.usage.set(usage)
+
+    def evict(self, shard: int) -> None:
+        """Delete a shard's files from the cache and mark it remote."""
+        with self.claims.lock:
+            self._evict_locked(shard)
+
+    def evict_coldest(self) -> int:
+        """Evict the least recently used local shard; returns its id."""
+        with self.claims.lock:
+            states = self.claims.states.numpy()
+            local = np.flatnonzero(states == ShardState.LOCAL)
+            if not len(local):
+                raise ValueError(
+                    "Attempted shard eviction, but there are no shards present locally to "
+                    "evict. Your cache limit may be too low."
+                )
+            shard = int(local[np.argmin(self.access_times.numpy()[local])])
+            self._evict_locked(shard)
+        return shard
+
+    def egress(self) -> dict[str, Any]:
+        """Bytes and seconds this node spent fetching shards so far."""
+        return {"bytes": int(self.fetched_bytes.get()),
+                "seconds": int(self.fetch_nanos.get()) / 1e9}

@@ -1,0 +1,148 @@
+"""Make one shard's files usable in the local cache: fetch, verify, decompress.
+
+Returns facts (bytes added or removed, bytes fetched); it never decides eviction or touches shared
+state. Every file appears under its final name only when complete and verified (temp + rename).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streaming.errors import HashMismatchError
+from streaming.format.compression import decompress
+from streaming.format.hashing import get_hash
+
+if TYPE_CHECKING:
+    from streaming.format.index import FileInfo
+
+__all__ = ["ShardSource", "PrepareResult", "prepare_shard_files", "check_hash_algo"]
+
+
+@dataclass(frozen=True)
+class ShardSource:
+    """Where a stream's files come from and go to, and how carefully to fetch them."""
+
+    local_dir: str
+    store: Any | None  # a `streaming.storage.Store` rooted at the stream's remote/split, or None
+    keep_zip: bool
+    validate_hash: str | None
+    retries: int
+    timeout: float
+
+
+@dataclass
+class PrepareResult:
+    delta_bytes: int = 0  # change in cache usage
+    fetched_bytes: int = 0  # bytes moved over the network (egress)
+    fetch_seconds: float = 0.0
+
+    def __iadd__(self, other: PrepareResult) -> PrepareResult:
+        self.delta_bytes += other.delta_bytes
+        self.fetched_bytes += other.fetched_bytes
+        self.fetch_seconds += other.fetch_seconds
+        return self
+
+
+def check_hash_algo(algo: str, info: FileInfo) -> None:
+    """Fail early, as the reference does, when the index has no digest of the requested kind."""
+    if algo not in info.hashes:
+        raise ValueError(
+            f"Hash algorithm `{algo}` chosen for data validation does not match with those "
+            f"provided during dataset creation `{sorted(info.hashes)}`. Provide one of those."
+        )
+
+
+def _verify(path: str, algo: str | None, info: FileInfo, data: bytes | None = None) -> None:
+    if not algo:
+        return
+    check_hash_algo(algo, info)
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    if get_hash(algo, data) != info.hashes[algo]:
+        raise HashMismatchError(f"Checksum failure: {path}")
+
+
+def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
+    if src.store is None:
+        raise FileNotFoundError(
+            f"No `remote` provided, but local file {path} does not exist either"
+        )
+    from streaming.storage.transfer import fetch
+
+    expected = info.hashes.get(src.validate_hash) if src.validate_hash else None
+    if src.validate_hash:
+        check_hash_algo(src.validate_hash, info)
+    result = fetch(src.store, info.basename, path, retries=src.retries, timeout=src.timeout,
+                   hash_algo=src.validate_hash if expected else None, expected_hash=expected,
+                   expected_size=info.bytes)
+    return PrepareResult(delta_bytes=info.bytes, fetched_bytes=result.bytes,
+                         fetch_seconds=result.seconds)
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _prepare_part(src: ShardSource, raw: FileInfo, zip_: FileInfo | None,
+                  compression: str | None) -> PrepareResult:
+    out = PrepareResult()
+    raw_path = os.path.join(src.local_dir, raw.basename)
+    zip_path = os.path.join(src.local_dir, zip_.basename) if zip_ else None
+    if os.path.isfile(raw_path):
+        if zip_path and not src.keep_zip and os.path.isfile(zip_path):
+            os.remove(zip_path)
+            out.delta_bytes -= zip_.bytes  # type: ignore[union-attr]
+        return out
+    os.makedirs(os.path.dirname(raw_path), exist_ok=True)
+    if zip_ is None:
+        out += _fetch(src, raw, raw_path)
+        if src.validate_hash and src.store is None:
+            _verify(raw_path, src.validate_hash, raw)
+        return out
+    assert zip_path is not None
+    fetched_now = not os.path.isfile(zip_path)
+    if fetched_now:
+        out += _fetch(src, zip_, zip_path)
+    with open(zip_path, "rb") as f:
+        data = f.read()
+    if not fetched_now:  # fetched files were verified in flight
+        _verify(zip_path, src.validate_hash, zip_, data)
+    _write_atomically(raw_path, decompress(compression, data))
+    out.delta_bytes += raw.bytes
+    if not src.keep_zip:
+        os.remove(zip_path)
+        out.delta_bytes -= zip_.bytes
+    return out
+
+
+def prepare_shard_files(src: ShardSource, file_pairs: list[tuple[FileInfo, FileInfo | None]],
+                        compression: str | None) -> PrepareResult:
+    """Ensure every raw file of a shard is in `src.local_dir`.
+
+    Args:
+        src: the stream's source and policy.
+        file_pairs: (raw, zip-or-None) per file of the shard (`Reader.file_pairs`).
+        compression: the shard's compression spec string, or None.
+
+    Returns:
+        Bytes added to the cache (negative when a zip was dropped) and bytes fetched.
+
+    Raises:
+        FileNotFoundError: the file is missing remotely (or there is no remote).
+        HashMismatchError: a file's digest differs from the index.
+    """
+    total = PrepareResult()
+    for raw, zip_ in file_pairs:
+        total += _prepare_part(src, raw, zip_, compression)
+    return total

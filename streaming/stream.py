@@ -1,0 +1,273 @@
+"""`Stream`: one data source of a dataset — where its shards live and how much of it to use.
+
+Holds configuration and paths, loads the stream's index into shard readers, and prepares a
+shard's files on request through `streaming.cache.prepare`. Weighting arithmetic lives in
+`streaming.order.weighting`; this class only validates and records the results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from streaming.cache.prepare import ShardSource, prepare_shard_files
+from streaming.format.index import get_index_basename, parse_index
+from streaming.order.weighting import (
+    StreamWeights,
+    apply_weights,
+    check_stream_weights,
+    validate_weights,
+)
+from streaming.registry import create_registry
+
+if TYPE_CHECKING:
+    from streaming.format.reader import Reader
+    from streaming.order.world import World
+
+__all__ = ["Stream", "streams_registry"]
+
+logger = logging.getLogger(__name__)
+
+_WEIGHTS = ("proportion", "repeat", "choose")
+
+
+def _given_weights(streams: Sequence[Stream]) -> list[StreamWeights]:
+    """Each stream's weights as set on it: an attribute exists only where one was given."""
+    return [StreamWeights(*(getattr(stream, name, None) for name in _WEIGHTS))
+            for stream in streams]
+
+
+class Stream:
+    """A dataset, or one of several mixed sources of a dataset.
+
+    Args:
+        remote: where the shards live (any supported URL, or a local path); None if the data is
+            already in `local`.
+        local: the cache directory; a temp directory derived from `remote` when None.
+        split: optional subdirectory of both.
+        proportion: relative weight among streams (all streams use it, or none does).
+        repeat: multiplier on this stream's sample count per epoch.
+        choose: exact number of samples per epoch.
+        download_retry: total download attempts per file (dataset default if None).
+        download_timeout: seconds per attempt (dataset default if None).
+        validate_hash: hash algorithm to check downloaded files against.
+        keep_zip: keep compressed files after decompressing them.
+    """
+
+    def __init__(
+        self,
+        *,
+        remote: str | None = None,
+        local: str | None = None,
+        split: str | None = None,
+        proportion: float | None = None,
+        repeat: float | None = None,
+        choose: int | None = None,
+        download_retry: int | None = None,
+        download_timeout: float | None = None,
+        validate_hash: str | None = None,
+        keep_zip: bool | None = None,
+    ) -> None:
+        self.remote = remote
+        self._local = local
+        self.split = split or ""
+        check_stream_weights(proportion, repeat, choose)
+        # A weight attribute exists only if given: its presence is how the kind is detected.
+        for name, value in zip(_WEIGHTS, (proportion, repeat, choose)):
+            setattr(self, f"_{name}", value)
+            if value is not None:
+                setattr(self, name, value)
+        self._download_retry = download_retry
+        if download_retry is not None:
+            if download_retry < 0:
+                raise ValueError("`download_retry` must be non-negative")
+            self.download_retry = download_retry
+        self._download_timeout = download_timeout
+        if download_timeout is not None:
+            if download_timeout <= 0:
+                raise ValueError("`download_timeout` must be positive")
+            self.download_timeout = download_timeout
+        self.validate_hash = validate_hash
+        self.local = local if local is not None else self._get_temporary_directory()
+        self._keep_zip = keep_zip
+        if keep_zip is not None:
+            self.keep_zip = keep_zip
+            self.safe_keep_zip = self._safe_keep_zip(keep_zip)
+        self._store: Any | None = None
+        if remote is not None:
+            self._open_store()  # an unsupported scheme fails here, at construction
+
+    # ----------------------------------------------------------------------------- configuration
+
+    def _get_temporary_directory(self) -> str:
+        digest = ""
+        if self.remote is not None:
+            digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
+        # Unlike the reference we reuse an existing directory: it is keyed by the remote, so it
+        # can only hold a cache of the same data (and the index is re-checked on load).
+        return os.path.join(tempfile.gettempdir(), digest, self.split)
+
+    def _safe_keep_zip(self, keep_zip: bool) -> bool:
+        # Never delete compressed files when the "remote" is the cache directory itself.
+        return bool(keep_zip) or self.remote is None or self.remote == self.local
+
+    def apply_default(self, default: dict[str, Any]) -> None:
+        """Fill the knobs this stream left unset from the dataset's values."""
+        if not (self.remote or self._local):
+            raise ValueError("`remote` and/or `local` path must be provided")
+        if not self.split:
+            self.split = default["split"] or ""
+        if self._download_retry is None:
+            self.download_retry = default["download_retry"]
+        if self._download_timeout is None:
+            self.download_timeout = default["download_timeout"]
+        if self.validate_hash is None:
+            self.validate_hash = default["validate_hash"] or None
+        if self._keep_zip is None:
+            self.keep_zip = default["keep_zip"]
+            self.safe_keep_zip = self._safe_keep_zip(default["keep_zip"])
+
+    @classmethod
+    def validate_weights(cls, streams: Sequence[Stream]) -> tuple[bool, bool]:
+        """Check the streams agree on a weighting kind: (is_proportional, is_unspecified)."""
+        return validate_weights(_given_weights(streams))
+
+    @classmethod
+    def apply_weights(cls, streams: Sequence[Stream], samples_per_stream: np.ndarray,
+                      choose_per_epoch: int | None, seed: int) -> int:
+        """Derive every stream's proportion, repeat and choose; return the epoch size.
+
+        Mutates the streams (as the reference does): the derived weights are set on each.
+        """
+        derived, epoch_size = apply_weights(_given_weights(streams), samples_per_stream,
+                                            choose_per_epoch, seed)
+        for stream, weights in zip(streams, derived):
+            stream.proportion, stream.repeat, stream.choose = weights
+        return epoch_size
+
+    # ------------------------------------------------------------------------------------- paths
+
+    @property
+    def local_dir(self) -> str:
+        """This stream's cache directory (local + split)."""
+        return os.path.join(self.local, self.split)
+
+    @property
+    def remote_dir(self) -> str | None:
+        """This stream's remote directory (remote + split), or None."""
+        if self.remote is None:
+            return None
+        return os.path.join(self.remote, self.split) if self.split else self.remote
+
+    def _open_store(self) -> Any:
+        if self._store is None and self.remote is not None:
+            from streaming.storage import open_store
+
+            self._store = open_store(self.remote_dir)
+        return self._store
+
+    def source(self) -> ShardSource:
+        """What `prepare_shard_files` needs to know about this stream."""
+        return ShardSource(
+            local_dir=self.local_dir,
+            store=self._open_store() if self.remote is not None and self.remote != self.local
+            else None,
+            keep_zip=getattr(self, "safe_keep_zip", self._safe_keep_zip(False)),
+            validate_hash=self.validate_hash,
+            retries=getattr(self, "download_retry", 2),
+            timeout=getattr(self, "download_timeout", 60.0),
+        )
+
+    # ----------------------------------------------------------------------------------- shards
+
+    def _read_index_text(self, world: World | None) -> bytes:
+        """The index to use: the remote's current one when there is a remote, else the cache's.
+
+        The local leader of the node refreshes the cached copy atomically; if the remote is
+        unreachable but a cached copy exists, the cached copy is used with a warning.
+        """
+        filename = os.path.join(self.local_dir, get_index_basename())
+        store = self.source().store
+        if store is None:
+            if not os.path.exists(filename):
+                raise RuntimeError(
+                    f"No `remote` provided, but local file {filename} does not exist either"
+                )
+            with open(filename, "rb") as f:
+                return f.read()
+        try:
+            text = store.get(get_index_basename())
+        except (FileNotFoundError, PermissionError):
+            raise
+        except Exception as err:  # network trouble: fall back to a cached copy if there is one
+            if not os.path.exists(filename):
+                raise
+            logger.warning("Could not refresh %s from %s (%s); using the cached copy.",
+                           filename, self.remote_dir, err)
+            with open(filename, "rb") as f:
+                return f.read()
+        if world is None or world.is_local_leader:
+            self._refresh_cached_index(filename, text)
+        return text
+
+    def _refresh_cached_index(self, filename: str, text: bytes) -> None:
+        from streaming.cache.staleness import drop_stale_files
+
+        os.makedirs(os.path.dirname(filename), exist_ok=True)
+        if os.path.exists(filename):
+            with open(filename, "rb") as f:
+                old = f.read()
+            if old == text:
+                return
+            drop_stale_files(self.local_dir, parse_index(old, filename), parse_index(text))
+        tmp = f"{filename}.tmp.{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(text)
+        os.replace(tmp, filename)
+
+    def get_shards(self, world: World | None = None, allow_unsafe_types: bool = False) -> list[Reader]:
+        """Load this stream's index into shard readers, refusing unsafe encodings unless allowed."""
+        from streaming.format import reader_from_json
+
+        filename = os.path.join(self.local_dir, get_index_basename())
+        entries = parse_index(self._read_index_text(world), filename)
+        shards = []
+        for entry in entries:
+            shard = reader_from_json(self.local, self.split, entry)
+            shard.validate(allow_unsafe_types)
+            shards.append(shard)
+        return shards
+
+    def prepare_shard(self, shard: Reader) -> int:
+        """Ensure `shard`'s raw files are in the cache; returns the change in cache bytes."""
+        return prepare_shard_files(self.source(), shard.file_pairs, shard.compression).delta_bytes
+
+    def set_up_local(self, shards: list[Reader], cache_usage_per_shard: np.ndarray) -> None:
+        """Reconcile the cache directory with the index; record bytes present per shard."""
+        listing = set()
+        for dirname, _, files in os.walk(self.local_dir):
+            listing.update(os.path.join(dirname, name) for name in files)
+        keep_zip = getattr(self, "safe_keep_zip", self._safe_keep_zip(False))
+        for i, shard in enumerate(shards):
+            cache_usage_per_shard[i] = shard.set_up_local(listing, keep_zip)
+
+    def get_index_size(self) -> int:
+        """Bytes of this stream's cached index.json."""
+        return os.stat(os.path.join(self.local_dir, get_index_basename())).st_size
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_store"] = None  # stores rebuild their clients in the new process
+        return state
+
+
+streams_registry = create_registry(
+    "streaming", "streams_registry", generic_type=type[Stream], entry_points=True,
+    description="The streams registry is used for registering Stream classes.",
+)
+streams_registry.register("stream", func=Stream)

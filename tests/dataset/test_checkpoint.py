@@ -1,0 +1,62 @@
+"""state_dict / load_state_dict semantics (spec §4.9) and mid-epoch resumption."""
+
+from __future__ import annotations
+
+import pytest
+
+from streaming import StreamingDataset
+
+
+def test_state_dict_round_trips_what_was_loaded(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
+        first = ds.state_dict(0, False)
+        assert first == {"epoch": -1, "sample_in_epoch": 0, "num_canonical_nodes": 1,
+                         "shuffle_seed": 9176, "initial_physical_nodes": 1}
+        loaded = {k: v + 1 for k, v in first.items()}
+        ds.load_state_dict(loaded)
+        assert ds.state_dict(0, False) == loaded
+        assert ds.state_dict(7, True)["sample_in_epoch"] == 7
+
+
+def test_checkpoint_after_iteration(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
+        iterator = iter(ds)
+        for _ in range(12):
+            next(iterator)
+        state = ds.state_dict(12, False)
+        assert state == {"epoch": 0, "sample_in_epoch": 12, "num_canonical_nodes": 1,
+                         "shuffle_seed": 9176, "initial_physical_nodes": 1}
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("stop", [4, 12, 28])
+def test_resume_yields_exactly_the_rest(ints30, cache_dir, shuffle, stop) -> None:
+    kwargs = dict(remote=ints30, batch_size=4, shuffle=shuffle, shuffle_block_size=10)
+    with StreamingDataset(local=cache_dir(), **kwargs) as ds:
+        full = [s["v"] for s in ds]
+    with StreamingDataset(local=cache_dir(), **kwargs) as ds:
+        ds.load_state_dict({"epoch": 0, "sample_in_epoch": stop, "num_canonical_nodes": 1,
+                            "shuffle_seed": 9176, "initial_physical_nodes": 1})
+        rest = [s["v"] for s in ds]
+    assert rest == full[stop:]
+
+
+def test_stale_checkpoint_of_an_earlier_epoch_is_ignored(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
+        ds.load_state_dict({"epoch": 0, "sample_in_epoch": 8, "num_canonical_nodes": 1,
+                            "shuffle_seed": 9176, "initial_physical_nodes": 1})
+        assert len(list(ds)) == 22
+        assert len(list(ds)) == 30  # epoch 1: the epoch-0 checkpoint no longer applies
+
+
+def test_oversized_state_dict_rejected(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
+        with pytest.raises(ValueError) as info:
+            ds.load_state_dict({"junk": "x" * 10_000})
+        assert info.value.args[0].startswith("The StreamingDataset state dict for resumption")
+
+
+def test_missing_batch_size_fails_at_iteration(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir()) as ds:
+        with pytest.raises(ValueError, match="Please pass `batch_size` to StreamingDataset"):
+            next(iter(ds))

@@ -1,0 +1,87 @@
+"""Constructor arguments: the reference's validation errors and derived attributes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from streaming import Stream, StreamingDataset
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({}, "You must provide either `streams` or `remote`/`local`, but not both."),
+    ({"sampling_method": "nope"}, "Invalid sampling method: nope"),
+    ({"sampling_granularity": 0}, "`sampling_granularity` must be a positive integer"),
+    ({"batching_method": "x"}, "Invalid batching method: x"),
+    ({"shuffle_seed": -1}, "`shuffle_seed` must be a non-negative integer"),
+    ({"epoch_size": -5}, "Epoch size cannot be negative. Received -5."),
+])
+def test_bad_arguments(ints30, cache_dir, kwargs, message) -> None:
+    base = {} if not kwargs else {"remote": ints30, "local": cache_dir()}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        StreamingDataset(**base, **kwargs)
+
+
+def test_both_streams_and_remote(ints30, cache_dir) -> None:
+    with pytest.raises(ValueError, match="but not both"):
+        StreamingDataset(streams=[Stream(remote=ints30, local=cache_dir())], remote=ints30)
+
+
+def test_predownload_warning(ints30, cache_dir) -> None:
+    with pytest.warns(UserWarning, match="predownload < batch_size.*This may result in slower"):
+        with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=8, predownload=2):
+            pass
+
+
+def test_derived_attributes(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
+        assert ds.predownload == 32
+        assert ds.samples_per_shard.tolist() == [5] * 6
+        assert ds.shards_per_stream.tolist() == [6]
+        assert ds.epoch_size == 30 and ds.num_samples == 30
+        assert ds.stream_per_shard.dtype.name == "int64"
+
+
+def test_stream_weight_errors(ints30, cache_dir) -> None:
+    with pytest.raises(ValueError, match="At most one of `proportion`, `repeat`, and `choose`"):
+        Stream(remote=ints30, proportion=1, repeat=2)
+    with pytest.raises(ValueError, match="`proportion` must be non-negative"):
+        Stream(remote=ints30, proportion=-1)
+    streams = [Stream(remote=ints30, local=cache_dir(), proportion=1),
+               Stream(remote=ints30, local=cache_dir(), repeat=1)]
+    with pytest.raises(ValueError, match="Relative .* incompatible"):
+        StreamingDataset(streams=streams, batch_size=4)
+    streams = [Stream(remote=ints30, local=cache_dir(), repeat=2)]
+    with pytest.raises(ValueError, match="Only provide `choose` when weighting streams relatively"):
+        StreamingDataset(streams=streams, batch_size=4, epoch_size=10)
+
+
+def test_same_local_twice_in_one_dataset(ints30, cache_dir) -> None:
+    local = cache_dir()
+    streams = [Stream(remote=ints30, local=local), Stream(remote=ints30, local=local)]
+    with pytest.raises(ValueError, match="Reused local directory"):
+        StreamingDataset(streams=streams, batch_size=4)
+
+
+def test_unsafe_pickle_column_refused(tmp_path, cache_dir) -> None:
+    from streaming import MDSWriter
+
+    out = str(tmp_path / "pkl")
+    with MDSWriter(out=out, columns={"x": "pkl"}) as writer:
+        writer.write({"x": {"a": 1}})
+    with pytest.raises(ValueError, match="contains an unsafe type: pkl"):
+        StreamingDataset(remote=out, local=cache_dir(), batch_size=1)
+    with StreamingDataset(remote=out, local=cache_dir(), batch_size=1,
+                          allow_unsafe_types=True) as ds:
+        assert ds[0]["x"] == {"a": 1}
+
+
+def test_no_samples(tmp_path, cache_dir) -> None:
+    from streaming import MDSWriter
+
+    out = str(tmp_path / "empty")
+    with MDSWriter(out=out, columns={"x": "int"}):
+        pass
+    with pytest.raises(RuntimeError, match="Stream contains no samples"):
+        StreamingDataset(remote=out, local=cache_dir(), batch_size=1)

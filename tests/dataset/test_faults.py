@@ -1,0 +1,122 @@
+"""Faults a real job meets: changed data, deleted cache files, killed workers, shared caches."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from streaming import StreamingDataLoader, StreamingDataset
+from tests.dataset.conftest import write_ints
+
+
+def test_index_changed_under_a_cached_copy(make_ints, cache_dir, tmp_path) -> None:
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    # rewrite the remote in place with different data and shard sizes
+    shutil.rmtree(remote)
+    write_ints(remote, range(100, 140), size_limit=400)
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(100, 140))
+
+
+def test_shard_deleted_from_cache_mid_epoch_is_fetched_again(ints30, cache_dir) -> None:
+    local = cache_dir()
+    with StreamingDataset(remote=ints30, local=local, batch_size=4) as ds:
+        it = iter(ds)
+        got = [next(it)["v"] for _ in range(3)]
+        for name in os.listdir(local):
+            if name.startswith("shard.0000") and name != "shard.00000.mds":
+                os.remove(os.path.join(local, name))
+        got += [s["v"] for s in it]
+        assert got == list(range(30))
+
+
+def test_two_jobs_on_one_cache_dir(ints30, cache_dir) -> None:
+    local = cache_dir()
+    script = textwrap.dedent("""
+        import sys, time
+        from streaming import StreamingDataset
+        ds = StreamingDataset(remote=sys.argv[1], local=sys.argv[2], batch_size=4)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    other = subprocess.Popen([sys.executable, "-c", script, ints30, local],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "ready"
+        with pytest.raises(ValueError, match="Reused local directory"):
+            StreamingDataset(remote=ints30, local=local, batch_size=4)
+        other.kill()  # the other job dies without cleaning up ...
+        other.wait()
+        with StreamingDataset(remote=ints30, local=local, batch_size=4) as ds:  # ... reclaimed
+            assert [s["v"] for s in ds] == list(range(30))
+    finally:
+        other.kill()
+
+
+def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
+    local = cache_dir()
+    ds = StreamingDataset(remote=ints30, local=local, batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=2)
+    it = iter(loader)
+    next(it)
+    workers = _children()
+    assert len(workers) == 2
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="DataLoader worker"):
+        for _ in it:
+            pass
+    del it, loader
+    ds.close()
+    del ds
+    with StreamingDataset(remote=ints30, local=local, batch_size=4) as fresh:
+        loader = StreamingDataLoader(fresh, batch_size=4, num_workers=2)
+        assert sorted(v for b in loader for v in b["v"].tolist()) == list(range(30))
+
+
+def _children() -> list[int]:
+    """Pids of this process's child processes (the DataLoader workers)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                pids.append(int(entry))
+    return pids
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _shm() -> int:
+    return len(os.listdir("/dev/shm"))
+
+
+@pytest.mark.slow
+def test_many_datasets_do_not_leak(ints30, cache_dir) -> None:
+    local = cache_dir()
+    with StreamingDataset(remote=ints30, local=local, batch_size=4) as warm:
+        list(warm)
+    fds, shm = _fds(), _shm()
+    start = time.monotonic()
+    for _ in range(500):
+        ds = StreamingDataset(remote=ints30, local=local, batch_size=4)
+        ds[0]
+        del ds
+    assert _fds() <= fds + 5
+    assert _shm() <= shm + 5
+    assert time.monotonic() - start < 240

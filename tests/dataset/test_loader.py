@@ -1,0 +1,93 @@
+"""StreamingDataLoader with real worker processes: order, resumption, failures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+from streaming import StreamingDataLoader, StreamingDataset
+
+
+def ids(loader) -> list[list[int]]:
+    return [batch["v"].tolist() for batch in loader]
+
+
+def test_two_workers_reproduce_the_rank_order(ints30, cache_dir) -> None:
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=2)
+    expected = [list(range(i, min(i + 4, 30))) for i in range(0, 30, 4)]
+    assert ids(loader) == expected
+    assert loader.num_samples_yielded == 30
+    assert ids(loader) == expected  # second epoch, fresh workers
+
+
+@pytest.mark.parametrize("workers_before,workers_after", [(2, 1), (0, 2)])
+def test_resume_mid_epoch_with_other_worker_count(ints30, cache_dir, workers_before,
+                                                  workers_after) -> None:
+    kwargs = dict(remote=ints30, batch_size=4, shuffle=True, shuffle_block_size=10)
+    loader = StreamingDataLoader(StreamingDataset(local=cache_dir(), **kwargs), batch_size=4,
+                                 num_workers=workers_before)
+    seen: list[int] = []
+    for batch in loader:
+        seen.extend(batch["v"].tolist())
+        if len(seen) == 12:
+            break
+    state = loader.state_dict()
+    assert state["sample_in_epoch"] == 12
+    resumed = StreamingDataLoader(StreamingDataset(local=cache_dir(), **kwargs), batch_size=4,
+                                  num_workers=workers_after)
+    resumed.load_state_dict(state)
+    rest = [v for batch in ids(resumed) for v in batch]
+    assert sorted(seen + rest) == list(range(30))
+
+
+def test_batch_size_mismatch_warns(ints30, cache_dir) -> None:
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    with pytest.warns(UserWarning, match="differs from the DataLoader's batch_size"):
+        StreamingDataLoader(ds, batch_size=8)
+
+
+class Exploding(StreamingDataset):
+    def get_item(self, sample_id: int, retry: int = 7):
+        if sample_id == 13:
+            raise KeyError("transform failed on 13")
+        return super().get_item(sample_id, retry)
+
+
+def test_transform_error_in_worker_propagates(ints30, cache_dir) -> None:
+    ds = Exploding(remote=ints30, local=cache_dir(), batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, timeout=60)
+    start = time.monotonic()
+    with pytest.raises(KeyError, match="transform failed on 13"):
+        ids(loader)
+    assert time.monotonic() - start < 60
+
+
+def test_non_streaming_dataset_has_no_state(ints30) -> None:
+    loader = StreamingDataLoader(torch.utils.data.TensorDataset(torch.arange(4)), batch_size=2)
+    assert loader.state_dict() is None
+
+
+SCRIPT = """
+import sys, time
+from streaming import StreamingDataset
+ds = StreamingDataset(remote=sys.argv[1], local=sys.argv[2], batch_size=4, shuffle=True)
+it = iter(ds)
+print(next(it)["v"], time.time(), flush=True)
+"""
+
+
+def test_abandoned_iterator_exits_quickly(ints30, cache_dir) -> None:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT), ints30, cache_dir()],
+                         capture_output=True, text=True, timeout=60)
+    ended = time.time()
+    assert out.returncode == 0, out.stderr
+    value, after_first_sample = out.stdout.split()
+    assert value.isdigit()
+    assert ended - float(after_first_sample) < 5
+    assert "leaked" not in out.stderr
