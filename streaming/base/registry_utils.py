@@ -1,0 +1,19 @@
+"""Old import path `streaming.base.registry_utils`: aliases of `streaming.registry`."""
+
+from __future__ import annotations
+
+from streaming.registry import (
+    TypedRegistry,
+    construct_from_registry,
+    create_registry,
+    import_file,
+    save_registry,
+)
+
+__all__ = [
+    "TypedRegistry",
+    "construct_from_registry",
+    "create_registry",
+    "import_file",
+    "save_registry",
+]

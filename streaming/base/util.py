@@ -1,0 +1,42 @@
+"""Old import path `streaming.base.util`: aliases of the reference's grab-bag of helpers.
+
+The merge functions resolve lazily from `streaming.merge` on first access (PEP 562), so this
+module imports cheaply and without that module's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from streaming.compat_util import get_import_exception_message, wait_for_file_to_exist
+from streaming.coord.cleanup import clean_stale_shared_memory
+from streaming.retry import retry
+from streaming.units import bytes_to_int, get_list_arg, number_abbrev_to_int
+
+_MERGE_NAMES = (
+    "merge_index",
+    "_merge_index_from_list",
+    "_merge_index_from_root",
+    "_not_merged_index",
+    "_format_remote_index_files",
+)
+
+__all__ = [
+    "bytes_to_int",
+    "clean_stale_shared_memory",
+    "get_import_exception_message",
+    "get_list_arg",
+    "merge_index",  # noqa: F822 - resolved by __getattr__
+    "number_abbrev_to_int",
+    "retry",
+    "wait_for_file_to_exist",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MERGE_NAMES:
+        raise AttributeError(f"module 'streaming.base.util' has no attribute {name!r}")
+    value = getattr(importlib.import_module("streaming.merge"), name)
+    globals()[name] = value
+    return value

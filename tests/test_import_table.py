@@ -1,0 +1,212 @@
+"""Every import path of the reference's public table (spec §1) exists with the listed names.
+
+Aliases must be the very objects of our real modules (not copies), so `isinstance` checks and
+monkeypatching through either path behave the same.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import streaming
+
+# module -> names, as the reference 0.13.0 exposes them (spec §1, copied here verbatim).
+TABLE: dict[str, list[str]] = {
+    "streaming.base.dataset": ["StreamingDataset", "_Iterator", "TICK"],
+    "streaming.base.stream": ["Stream", "streams_registry"],
+    "streaming.base.dataloader": ["StreamingDataLoader"],
+    "streaming.base.local": ["LocalDataset"],
+    "streaming.base.array": ["Array"],
+    "streaming.base.spanner": ["Spanner"],
+    "streaming.base.world": ["World"],
+    "streaming.base.distributed": [
+        "get_rank", "get_world_size", "get_local_rank", "get_local_world_size", "barrier",
+        "broadcast", "all_gather", "all_gather_object", "maybe_init_dist"],
+    "streaming.base.constant": [
+        "LOCALS", "BARRIER", "NEXT_EPOCH", "CACHE_USAGE", "SHARD_STATES", "SHARD_ACCESS_TIMES",
+        "RESUME", "EPOCH_SHAPE", "EPOCH_DATA", "SHM_TO_CLEAN", "BARRIER_FILELOCK",
+        "CACHE_FILELOCK", "TICK", "DEFAULT_TIMEOUT"],
+    "streaming.base.util": [
+        "get_list_arg", "wait_for_file_to_exist", "bytes_to_int", "number_abbrev_to_int",
+        "clean_stale_shared_memory", "get_import_exception_message", "merge_index", "retry",
+        "_merge_index_from_list", "_merge_index_from_root", "_not_merged_index",
+        "_format_remote_index_files"],
+    "streaming.base.compression": [
+        "Compression", "LevelledCompression", "Brotli", "Bzip2", "Gzip", "Snappy", "Zstandard",
+        "compress", "decompress", "get_compression_extension", "get_compressions",
+        "is_compression"],
+    "streaming.base.hashing": ["get_hash", "get_hashes", "is_hash"],
+    "streaming.base.sampling": ["get_sampling"],
+    "streaming.base.partition": ["get_partitions", "algos"],
+    "streaming.base.partition.orig": ["get_partitions_orig"],
+    "streaming.base.partition.relaxed": ["get_partitions_relaxed"],
+    "streaming.base.shuffle": [
+        "get_shuffle", "algos", "get_shuffle_naive", "get_shuffle_py1s", "get_shuffle_py2s",
+        "get_shuffle_py1br", "get_shuffle_py1e"],
+    "streaming.base.shuffle.py1s": ["divide_spans"],
+    "streaming.base.batching": ["generate_work", "batching_methods"],
+    "streaming.base.batching.random": ["generate_work_random_batching"],
+    "streaming.base.batching.stratified": ["generate_work_stratified_batching"],
+    "streaming.base.batching.per_stream": ["generate_work_per_stream_batching"],
+    "streaming.base.batching.device_per_stream": ["generate_work_device_per_stream_batching"],
+    "streaming.base.registry_utils": [
+        "TypedRegistry", "create_registry", "construct_from_registry", "import_file",
+        "save_registry"],
+    "streaming.base.shared": [
+        "SharedArray", "SharedBarrier", "SharedMemory", "SharedScalar", "get_shm_prefix",
+        "_get_path"],
+    "streaming.base.shared.memory": ["SharedMemory"],
+    "streaming.base.shared.array": ["SharedArray"],
+    "streaming.base.shared.barrier": ["SharedBarrier"],
+    "streaming.base.shared.scalar": ["SharedScalar"],
+    "streaming.base.shared.prefix": [
+        "get_shm_prefix", "_get_path", "_pack_locals", "_unpack_locals", "_check_self",
+        "_check_and_find", "_check_and_find_retrying", "_each_prefix_int"],
+    "streaming.base.format": [
+        "CSVWriter", "FileInfo", "get_index_basename", "JSONWriter", "MDSWriter", "Reader",
+        "reader_from_json", "TSVWriter", "XSVWriter", "JSONReader", "MDSReader", "CSVReader",
+        "TSVReader", "XSVReader"],
+    "streaming.base.format.index": ["get_index_basename"],
+    "streaming.base.format.base.reader": ["FileInfo", "Reader", "JointReader", "SplitReader"],
+    "streaming.base.format.base.writer": ["Writer", "JointWriter", "SplitWriter"],
+    "streaming.base.format.mds": ["MDSReader", "MDSWriter"],
+    "streaming.base.format.mds.reader": ["MDSReader"],
+    "streaming.base.format.mds.writer": ["MDSWriter"],
+    "streaming.base.format.mds.encodings": [
+        "Encoding", "Bytes", "Str", "Int", "NDArray", "Scalar", "UInt8", "UInt16", "UInt32",
+        "UInt64", "Int8", "Int16", "Int32", "Int64", "Float16", "Float32", "Float64",
+        "StrEncoding", "StrInt", "StrFloat", "StrDecimal", "PIL", "JPEG", "PNG", "Pickle",
+        "JSON", "List", "PILList", "JPEGList", "PNGList", "JPEGArray", "_encodings",
+        "_unsafe_encodings", "get_mds_encodings", "is_mds_encoding", "is_mds_encoding_safe",
+        "mds_encode", "mds_decode", "get_mds_encoded_size"],
+    "streaming.base.format.json": ["JSONReader", "JSONWriter"],
+    "streaming.base.format.json.encodings": [
+        "Encoding", "Str", "Int", "Float", "is_json_encoded", "is_json_encoding"],
+    "streaming.base.format.xsv": [
+        "CSVReader", "CSVWriter", "TSVReader", "TSVWriter", "XSVReader", "XSVWriter"],
+    "streaming.base.format.xsv.encodings": [
+        "Encoding", "Str", "Int", "Float", "is_xsv_encoding", "xsv_encode", "xsv_decode"],
+    "streaming.base.storage": [
+        "CloudDownloader", "S3Downloader", "SFTPDownloader", "GCSDownloader", "OCIDownloader",
+        "AzureDownloader", "AzureDataLakeDownloader", "HFDownloader",
+        "DatabricksUnityCatalogDownloader", "DBFSDownloader", "AlipanDownloader",
+        "LocalDownloader", "CloudUploader", "S3Uploader", "GCSUploader", "OCIUploader",
+        "LocalUploader", "AzureUploader", "AzureDataLakeUploader", "HFUploader"],
+    "streaming.base.storage.download": [
+        "CloudDownloader", "S3Downloader", "SFTPDownloader", "GCSDownloader", "OCIDownloader",
+        "AzureDownloader", "AzureDataLakeDownloader", "HFDownloader",
+        "DatabricksUnityCatalogDownloader", "DBFSDownloader", "AlipanDownloader",
+        "LocalDownloader", "DOWNLOADER_MAPPINGS", "BOTOCORE_CLIENT_ERROR_CODES",
+        "GCS_ERROR_NO_AUTHENTICATION"],
+    "streaming.base.storage.upload": [
+        "CloudUploader", "S3Uploader", "GCSUploader", "OCIUploader", "LocalUploader",
+        "AzureUploader", "AzureDataLakeUploader", "HFUploader", "DatabricksUploader",
+        "DatabricksUnityCatalogUploader", "DBFSUploader", "AlipanUploader",
+        "GCSAuthentication", "UPLOADERS"],
+    "streaming.vision": [
+        "StreamingADE20K", "StreamingCIFAR10", "StreamingCOCO", "StreamingImageNet"],
+    "streaming.vision.base": ["StreamingVisionDataset"],
+    "streaming.text": ["StreamingC4", "StreamingEnWiki", "StreamingPile"],
+    "streaming.multimodal": [
+        "StreamingInsideWebVid", "StreamingOutsideDTWebVid", "StreamingOutsideGIWebVid"],
+}
+# Needs pyspark; without it, importing must fail with an ImportError naming what to install.
+CONVERTERS = ("streaming.base.converters",
+              ["dataframe_to_mds", "SPARK_TO_MDS", "infer_dataframe_schema", "is_json_compatible"])
+
+# Modules that cannot exist yet because their owner has not written them: module -> owner.
+PENDING: dict[str, str] = {}
+
+# Alias modules -> the real modules whose objects they must re-export (searched in order).
+HOMES: dict[str, list[str]] = {
+    "streaming.base.dataset": ["streaming.dataset", "streaming.coord.constants"],
+    "streaming.base.stream": ["streaming.stream"],
+    "streaming.base.dataloader": ["streaming.loader"],
+    "streaming.base.local": ["streaming.local"],
+    "streaming.base.array": ["streaming.array"],
+    "streaming.base.spanner": ["streaming.spanner"],
+    "streaming.base.world": ["streaming.order.world"],
+    "streaming.base.distributed": ["streaming.distributed"],
+    "streaming.base.constant": ["streaming.coord.constants"],
+    "streaming.base.util": ["streaming.units", "streaming.coord.cleanup", "streaming.retry",
+                            "streaming.compat_util", "streaming.merge"],
+    "streaming.base.compression": ["streaming.format.compression"],
+    "streaming.base.hashing": ["streaming.format.hashing"],
+    "streaming.base.sampling": ["streaming.order.sampling"],
+    "streaming.base.registry_utils": ["streaming.registry"],
+}
+# Alias names whose real object has another name.
+RENAMED = {("streaming.base.dataset", "_Iterator"): ("streaming.compat_util", "EpochCursor")}
+
+
+def _case(module: str) -> object:
+    if module in PENDING:
+        return pytest.param(module, marks=pytest.mark.xfail(
+            strict=False, reason=f"not written yet ({PENDING[module]})"))
+    return module
+
+
+@pytest.mark.parametrize("module", [_case(m) for m in TABLE])
+def test_module_has_names(module: str) -> None:
+    imported = importlib.import_module(module)
+    missing = [name for name in TABLE[module] if not hasattr(imported, name)]
+    assert not missing, f"{module} lacks {missing}"
+
+
+@pytest.mark.parametrize("module", [_case(m) for m in HOMES])
+def test_aliases_are_our_real_objects(module: str) -> None:
+    alias = importlib.import_module(module)
+    for name in TABLE[module]:
+        if (module, name) in RENAMED:
+            home, real_name = RENAMED[module, name]
+            real = getattr(importlib.import_module(home), real_name)
+        else:
+            homes = [importlib.import_module(h) for h in HOMES[module]]
+            real = next((getattr(h, name) for h in homes if hasattr(h, name)), None)
+            assert real is not None, f"{module}.{name} has no home in {HOMES[module]}"
+        assert getattr(alias, name) is real, f"{module}.{name} is a copy, not an alias"
+
+
+# Packages whose classes are real adapters living under streaming.base (reference-shaped APIs
+# over streaming.coord / streaming.storage), not aliases.
+ADAPTERS = ("streaming.base.shared", "streaming.base.storage")
+
+
+@pytest.mark.parametrize("module", [_case(m) for m in TABLE if not m.startswith(ADAPTERS)])
+def test_no_copies_under_base(module: str) -> None:
+    imported = importlib.import_module(module)
+    for name in TABLE[module]:
+        home = getattr(getattr(imported, name), "__module__", None) or ""
+        assert not home.startswith("streaming.base"), f"{module}.{name} is defined in {home}"
+
+
+def test_top_level_and_base_all() -> None:
+    assert sorted(streaming.__all__) == sorted([
+        "StreamingDataLoader", "Stream", "StreamingDataset", "CSVWriter", "JSONWriter",
+        "MDSWriter", "TSVWriter", "XSVWriter", "LocalDataset", "multimodal", "vision", "text"])
+    base = importlib.import_module("streaming.base")
+    assert sorted(base.__all__) == sorted([
+        "StreamingDataLoader", "Stream", "StreamingDataset", "CSVWriter", "JSONWriter",
+        "LocalDataset", "MDSWriter", "TSVWriter", "XSVWriter"])
+    for name in base.__all__:
+        assert getattr(base, name) is getattr(streaming, name)
+    assert isinstance(streaming.__version__, str)
+
+
+def test_subpackages_are_attributes() -> None:
+    for name in ("vision", "text", "multimodal"):
+        assert getattr(streaming, name) is importlib.import_module(f"streaming.{name}")
+
+
+def test_converters_import_or_explain() -> None:
+    module, names = CONVERTERS
+    try:
+        importlib.import_module("pyspark")
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install"):
+            importlib.import_module(module)
+    else:
+        imported = importlib.import_module(module)
+        assert all(hasattr(imported, name) for name in names)
