@@ -91,3 +91,17 @@ def test_abandoned_iterator_exits_quickly(ints30, cache_dir) -> None:
     assert value.isdigit()
     assert ended - float(after_first_sample) < 5
     assert "leaked" not in out.stderr
+
+
+@pytest.mark.slow
+def test_spawned_workers(ints30, cache_dir) -> None:
+    """The dataset pickles into spawned workers, which attach to the node's shared state."""
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4, shuffle=True)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=2,
+                                 multiprocessing_context="spawn")
+    got = [v for batch in ids(loader) for v in batch]
+    in_process = [s["v"] for s in StreamingDataset(remote=ints30, local=cache_dir(),
+                                                   batch_size=4, shuffle=True)]
+    assert sorted(got) == list(range(30))
+    # two workers interleave the rank's batches: same batches, same order as one process
+    assert got == in_process
