@@ -1,0 +1,15 @@
+"""Reference import path of the Spark converter (aliases of `streaming.convert.spark`).
+
+Importing it needs pyspark; without it the ImportError names the extra to install.
+"""
+
+from __future__ import annotations
+
+from streaming.convert.spark import (
+    SPARK_TO_MDS,
+    dataframe_to_mds,
+    infer_dataframe_schema,
+    is_json_compatible,
+)
+
+__all__ = ["SPARK_TO_MDS", "dataframe_to_mds", "infer_dataframe_schema", "is_json_compatible"]

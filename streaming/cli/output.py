@@ -1,0 +1,85 @@
+"""How commands print: human text by default, one JSON document with ``--json``, and samples
+turned into JSON with bulky values (bytes, big arrays, images) summarised.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import json
+import sys
+from typing import Any, Callable
+
+import click
+import numpy as np
+
+__all__ = ["emit", "fail", "human_bytes", "json_option", "summarise"]
+
+_PREVIEW = 8  # array values / bytes shown in a summary
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--json`` flag every command takes."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print one JSON document (for scripts) instead of text.")(func)
+
+
+def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+    """Print `data` as JSON, or as the text `render` makes of it."""
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=_default))
+    else:
+        click.echo(render(data))
+
+
+def fail(message: str, code: int = 1) -> None:
+    """Print an error and exit with `code` (1: the data is bad or missing; 2 is click's usage)."""
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def human_bytes(count: int | float | None) -> str:
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} PB"  # pragma: no cover
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return str(value)
+
+
+def summarise(value: Any) -> Any:
+    """A JSON-friendly view of a decoded value: small things as they are, bulky ones described."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        head = base64.b16encode(data[:_PREVIEW]).decode().lower()
+        return {"bytes": len(data), "head": head + ("..." if len(data) > _PREVIEW else "")}
+    if isinstance(value, np.ndarray):
+        if value.size <= _PREVIEW:
+            return value.tolist()
+        return {"ndarray": str(value.dtype), "shape": list(value.shape),
+                "head": value.reshape(-1)[:_PREVIEW].tolist()}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): summarise(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [summarise(v) for v in value[:_PREVIEW]]
+        return items + ([f"... {len(value) - _PREVIEW} more"] if len(value) > _PREVIEW else [])
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if hasattr(value, "size") and hasattr(value, "mode") and hasattr(value, "format"):
+        width, height = value.size
+        return {"image": value.format or "raw", "mode": value.mode, "size": [width, height]}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)

@@ -1,0 +1,125 @@
+"""Where a dataset named on the command line lives, and getting its index and shards from there.
+
+A dataset is a local directory or a URL (any scheme `streaming.storage.open_store` serves), with
+an optional split subdirectory. Only index.json is fetched to describe a dataset; a shard is
+fetched (and decompressed into a temporary directory) only when its samples are read. Local raw
+files are read in place.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from streaming.format import Reader, reader_from_json
+from streaming.format.compression import decompress
+from streaming.format.fileio import write_atomic
+from streaming.format.index import ShardEntry, get_index_basename, parse_index
+
+__all__ = ["DatasetSource", "open_source"]
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """A dataset (or split) directory, local or remote."""
+
+    location: str  # the dataset directory (split included): a local path or a URL
+
+    @property
+    def remote(self) -> bool:
+        return bool(urllib.parse.urlparse(self.location).scheme) and not self.location.startswith(
+            "file://")
+
+    @property
+    def local_dir(self) -> str | None:
+        """The directory on this machine, or None for a remote dataset."""
+        if self.remote:
+            return None
+        if self.location.startswith("file://"):
+            return urllib.parse.unquote(urllib.parse.urlparse(self.location).path)
+        return os.path.expanduser(self.location)
+
+    def store(self) -> Any:
+        from streaming.storage import open_store
+
+        return open_store(self.location)
+
+    def read_index(self) -> list[dict[str, Any]]:
+        """The raw shard entries of index.json (fetching only that file when remote).
+
+        Raises:
+            FileNotFoundError: no index.json there.
+            IndexFormatError: a malformed index.
+        """
+        name = get_index_basename()
+        if self.local_dir is not None:
+            path = os.path.join(self.local_dir, name)
+            with open(path, "rb") as file:
+                return parse_index(file.read(), path)
+        return parse_index(self.store().get(name), f"{self.location}/{name}")
+
+    def entries(self) -> list[ShardEntry]:
+        return [ShardEntry.from_json(obj, f"Shard {i}") for i, obj in
+                enumerate(self.read_index())]
+
+    def file_bytes(self, basename: str, scratch: str) -> tuple[str, bool]:
+        """A local path holding `basename`: the dataset's own file, or a fetched copy in
+        `scratch`; the flag says whether it is a copy."""
+        local = self.local_dir
+        if local is not None:
+            return os.path.join(local, basename), False
+        from streaming.storage import fetch
+
+        dest = os.path.join(scratch, basename)
+        fetch(self.store(), basename, dest)
+        return dest, True
+
+    def reader(self, obj: dict[str, Any], scratch: str) -> Reader:
+        """A reader of one shard whose raw files exist locally (fetched/decompressed if needed).
+
+        Raises:
+            FileNotFoundError: neither the raw nor the compressed form is available.
+        """
+        entry = ShardEntry.from_json(obj)
+        local = self.local_dir
+        pairs = [(entry.raw_meta, entry.zip_meta), (entry.raw_data, entry.zip_data)]
+        if local is not None and all(
+                raw is None or os.path.exists(os.path.join(local, raw.basename))
+                for raw, _ in pairs):
+            return reader_from_json(local, None, obj)
+        for raw, packed in pairs:
+            if raw is not None:
+                materialize(self, raw.basename, packed.basename if packed else None,
+                            entry.compression, scratch)
+        return reader_from_json(scratch, None, obj)
+
+
+def materialize(source: DatasetSource, raw: str, packed: str | None, compression: str | None,
+                scratch: str) -> str:
+    """Put the raw form of one shard file into `scratch` and return its path."""
+    dest = os.path.join(scratch, raw)
+    local = source.local_dir
+    if local is not None and os.path.exists(os.path.join(local, raw)):
+        return os.path.join(local, raw)
+    if packed is None:
+        path, _ = source.file_bytes(raw, scratch)
+        return path
+    path, copied = source.file_bytes(packed, scratch)
+    with open(path, "rb") as file:
+        data = decompress(compression, file.read())
+    if copied:
+        os.remove(path)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    write_atomic(dest, [data])
+    return dest
+
+
+def open_source(dataset: str, split: str | None = None) -> DatasetSource:
+    """The dataset directory named on the command line, with the split appended."""
+    if not split:
+        return DatasetSource(dataset.rstrip("/") if "://" in dataset else dataset)
+    if urllib.parse.urlparse(dataset).scheme:
+        return DatasetSource(f"{dataset.rstrip('/')}/{split.strip('/')}")
+    return DatasetSource(os.path.join(dataset, split))

@@ -1,0 +1,138 @@
+"""Debugging and maintenance commands: `bench` (read throughput), `plan` (who reads which
+samples), `clean` (stale shared memory and temp files of dead processes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from streaming.cli.output import emit, fail, human_bytes, json_option
+
+__all__ = ["bench_command", "clean_command", "plan_command"]
+
+
+def _render_bench(data: dict[str, Any]) -> str:
+    return (f"{data['samples']:,} samples, {human_bytes(data['bytes'])} in "
+            f"{data['seconds']:.2f} s with {data['workers']} worker(s)\n"
+            f"throughput   {data['samples_per_s']:,.0f} samples/s, "
+            f"{human_bytes(data['bytes_per_s'])}/s\n"
+            f"first sample {data['first_sample_ms']:.1f} ms (index, first shard, decode)")
+
+
+@click.command("bench")
+@click.argument("dataset")
+@click.option("--split", default=None, help="Split subdirectory of DATASET.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Reader processes (each reads every n-th shard).")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="Stop after about this many samples.")
+@json_option
+def bench_command(dataset: str, split: str | None, workers: int, limit: int | None,
+                  as_json: bool) -> None:
+    """Measure how fast DATASET reads: samples/s, MB/s and time to the first sample (remote
+    shards are fetched and decompressed as part of the measurement)."""
+    from streaming.cli.benching import bench_read
+
+    try:
+        result = bench_read(dataset, split, workers, limit)
+    except (OSError, ValueError) as err:
+        fail(str(err))
+    emit(result, as_json, _render_bench)
+
+
+def _shard_sizes(dataset: str | None, split: str | None, sizes: str | None) -> list[int]:
+    if (dataset is None) == (sizes is None):
+        raise click.UsageError("Give either DATASET or --shard-sizes (not both).")
+    if sizes is not None:
+        try:
+            values = [int(s) for s in sizes.split(",") if s.strip()]
+        except ValueError as err:
+            raise click.BadParameter(f"expected integers, got {sizes!r}",
+                                     param_hint="--shard-sizes") from err
+        if not values or min(values) < 0:
+            raise click.BadParameter("expected non-negative integers", param_hint="--shard-sizes")
+        return values
+    from streaming.cli.source import open_source
+
+    try:
+        return [int(obj["samples"]) for obj in open_source(dataset, split).read_index()]
+    except (OSError, ValueError, KeyError) as err:
+        fail(f"cannot read the index of {dataset}: {err}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _render_plan(data: dict[str, Any]) -> str:
+    lines = [f"epoch {data['epoch']}, sample_in_epoch {data['sample_in_epoch']}, "
+             f"{data['num_samples']:,} samples, canonical nodes {data['num_canonical_nodes']}, "
+             f"shuffle {data['shuffle_algo'] if data['shuffle'] else 'off'}"]
+    for entry in data["workers"]:
+        ids = " ".join(map(str, entry["ids"]))
+        lines.append(f"rank {entry['rank']} (node {entry['node']}) worker {entry['worker']}: "
+                     f"{ids}")
+    return "\n".join(lines)
+
+
+@click.command("plan")
+@click.argument("dataset", required=False)
+@click.option("--split", default=None, help="Split subdirectory of DATASET.")
+@click.option("--shard-sizes", default=None, metavar="N,N,...",
+              help="Samples per shard, instead of reading DATASET's index.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--ranks-per-node", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="DataLoader workers per rank.")
+@click.option("--batch-size", type=click.IntRange(min=1), required=True,
+              help="Per-device batch size (as given to StreamingDataset).")
+@click.option("--epoch", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--sample-in-epoch", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Samples already seen this epoch (resumption).")
+@click.option("--shuffle/--no-shuffle", default=False, show_default=True)
+@click.option("--shuffle-algo", default="py1e", show_default=True)
+@click.option("--shuffle-seed", type=click.IntRange(min=0), default=9176, show_default=True)
+@click.option("--shuffle-block-size", type=click.IntRange(min=1), default=None)
+@click.option("--num-canonical-nodes", type=click.IntRange(min=1), default=None)
+@click.option("--partition-algo", default="relaxed", show_default=True)
+@click.option("--initial-nodes", type=click.IntRange(min=1), default=None,
+              help="Physical nodes of the run being resumed, if different.")
+@click.option("-k", "first", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Sample ids to show per worker.")
+@json_option
+def plan_command(dataset: str | None, split: str | None, shard_sizes: str | None, nodes: int,
+                 ranks_per_node: int, workers: int, batch_size: int, epoch: int,
+                 sample_in_epoch: int, shuffle: bool, shuffle_algo: str, shuffle_seed: int,
+                 shuffle_block_size: int | None, num_canonical_nodes: int | None,
+                 partition_algo: str, initial_nodes: int | None, first: int,
+                 as_json: bool) -> None:
+    """Show the first sample ids every rank and worker will read, for a dataset (or shard
+    sizes) and a world: for debugging determinism and resumption. Single stream, default
+    `random` batching, the reference's order."""
+    from streaming.cli.planning import PlanRequest, plan_first_ids
+
+    request = PlanRequest(
+        shard_sizes=_shard_sizes(dataset, split, shard_sizes), nodes=nodes,
+        ranks_per_node=ranks_per_node, workers=workers, batch_size=batch_size, epoch=epoch,
+        sample_in_epoch=sample_in_epoch, shuffle=shuffle, shuffle_algo=shuffle_algo,
+        shuffle_seed=shuffle_seed, shuffle_block_size=shuffle_block_size,
+        num_canonical_nodes=num_canonical_nodes, partition_algo=partition_algo,
+        initial_nodes=initial_nodes)
+    try:
+        data = plan_first_ids(request, first)
+    except KeyError as err:
+        raise click.BadParameter(f"unknown algorithm {err}") from err
+    except (ValueError, RuntimeError) as err:
+        fail(str(err))
+    emit(data, as_json, _render_plan)
+
+
+@click.command("clean")
+@json_option
+def clean_command(as_json: bool) -> None:
+    """Remove shared memory, lock and temp files left on this machine by dead streaming jobs
+    of this user (live jobs are never touched), and list what was removed."""
+    from streaming.coord.cleanup import clean_stale_shared_memory
+
+    removed = sorted(clean_stale_shared_memory())
+    emit({"removed": removed}, as_json, lambda d: (
+        f"Removed {len(removed)} stale object(s):\n" + "\n".join(f"  {r}" for r in removed)
+        if removed else "Nothing stale to remove."))

@@ -1,0 +1,144 @@
+"""Commands that write datasets: `convert` (files, folders, saved Hugging Face datasets -> MDS)
+and `merge-index` (one index over sub-datasets written in parallel)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import click
+
+from streaming.cli.output import emit, fail, json_option
+
+__all__ = ["convert_command", "merge_index_command"]
+
+
+def _parse_columns(ctx: click.Context, param: click.Parameter,
+                   values: tuple[str, ...]) -> dict[str, str]:
+    columns = {}
+    for value in values:
+        name, sep, encoding = value.partition("=")
+        if not sep or not name or not encoding:
+            raise click.BadParameter(f"expected NAME=ENCODING, got {value!r}", ctx, param)
+        columns[name] = encoding
+    return columns
+
+
+def _split_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        raise click.BadParameter("expected a comma-separated list", ctx, param)
+    return items
+
+
+def _out_arg(out: str, local: str | None) -> Any:
+    return (local, out) if local else out
+
+
+def _render_convert(data: dict[str, Any]) -> str:
+    where = data["remote"] or data["local"]
+    parts = f" in {len(data['partitions'])} sub-datasets" if data["partitions"] else ""
+    text = f"Wrote {data['samples']:,} samples{parts} to {where}"
+    if data.get("classes"):
+        text += f"\nclasses ({len(data['classes'])}): {', '.join(data['classes'][:20])}"
+    return text
+
+
+@click.command("convert")
+@click.argument("src", nargs=-1, required=True)
+@click.argument("out")
+@click.option("--format", "fmt", type=click.Choice(
+    ["auto", "parquet", "csv", "tsv", "jsonl", "hf", "imagefolder"]), default="auto",
+    show_default=True, help="Input format (auto: from extensions or folder layout).")
+@click.option("--column", "columns", multiple=True, callback=_parse_columns,
+              metavar="NAME=ENCODING", help="Override a column's MDS encoding (repeatable).")
+@click.option("--include", callback=_split_list, metavar="A,B,...",
+              help="Convert only these columns.")
+@click.option("--workers", type=click.IntRange(min=0), default=None,
+              help="Processes (default: CPU count; 0 converts in this process).")
+@click.option("--compression", default=None, help="Shard compression, e.g. zstd or zstd:7.")
+@click.option("--hashes", callback=_split_list, metavar="ALGO,...",
+              help="Digests to record, e.g. sha1,xxh64.")
+@click.option("--size-limit", default="64mb", show_default=True, help="Shard size limit.")
+@click.option("--local", default=None, help="Local working directory when OUT is remote.")
+@click.option("--keep-local", is_flag=True, help="Keep local files after uploading.")
+@click.option("--exist-ok", is_flag=True, help="Clear a non-empty local output directory.")
+@click.option("--image-column", default="x", show_default=True, help="Image folders: column.")
+@click.option("--label-column", default="y", show_default=True, help="Image folders: column.")
+@click.option("--image-encoding", type=click.Choice(["jpeg", "png", "bytes"]), default=None,
+              help="Image folders: encoding (default: the files' own format).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@json_option
+def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str, str],
+                    include: list[str] | None, workers: int | None, compression: str | None,
+                    hashes: list[str] | None, size_limit: str, local: str | None,
+                    keep_local: bool, exist_ok: bool, image_column: str, label_column: str,
+                    image_encoding: str | None, progress: bool, as_json: bool) -> None:
+    """Convert SRC (files, a folder, a glob, a saved Hugging Face dataset, or an image folder
+    with one subfolder per class) into an MDS dataset at OUT (a directory or URL)."""
+    from streaming.convert.api import convert
+    from streaming.convert.columns import ConversionError
+
+    options: dict[str, Any] = dict(
+        compression=compression, hashes=hashes, size_limit=size_limit, keep_local=keep_local,
+        exist_ok=exist_ok, progress=progress and not as_json, image_column=image_column,
+        label_column=label_column, image_encoding=image_encoding)
+    source: Any = list(src) if len(src) > 1 else src[0]
+    try:
+        result = convert(source, _out_arg(out, local), format=None if fmt == "auto" else fmt,
+                         columns=columns or None, include=include, num_workers=workers,
+                         **options)
+    except TypeError as err:
+        raise click.UsageError(str(err)) from err
+    except (ConversionError, FileExistsError, FileNotFoundError, ImportError) as err:
+        fail(str(err))
+    results = result if isinstance(result, dict) else {"": result}
+    data = {split: {"local": r.local, "remote": r.remote, "samples": r.samples,
+                    "partitions": r.partitions, **r.details} for split, r in results.items()}
+    emit(data[""] if "" in data else data, as_json,
+         lambda d: "\n".join(_render_convert(v) for v in data.values()))
+
+
+def _render_merge(report: Any) -> str:
+    lines = [f"skipped {name}: {why}" for name, why in report.skipped.items()]
+    where = report.remote_index or report.index_path or "-"
+    lines.append(f"Merged {len(report.partitions)} sub-datasets ({report.shards:,} shards, "
+                 f"{report.samples:,} samples) into {where}")
+    return "\n".join(lines)
+
+
+@click.command("merge-index")
+@click.argument("root")
+@click.option("--remote", default=None, help="Remote copy of ROOT; the merged index is "
+              "uploaded there (sub-datasets missing locally are read from it).")
+@click.option("--no-keep-local", "drop_local", is_flag=True,
+              help="With --remote, delete ROOT afterwards (as merge_index(keep_local=False)).")
+@click.option("--strict", is_flag=True, help="Exit 1 if any sub-dataset had to be skipped.")
+@json_option
+def merge_index_command(root: str, remote: str | None, drop_local: bool, strict: bool,
+                        as_json: bool) -> None:
+    """Merge the index.json of every sub-dataset under ROOT into ROOT/index.json.
+
+    Safe to re-run; sub-datasets without an index or with missing shard files are skipped
+    with a warning."""
+    from streaming.merge import merge_root
+
+    if drop_local and not remote:
+        raise click.UsageError("--no-keep-local needs --remote (else the merge would be lost).")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the report lists what was skipped
+        try:
+            report = merge_root(_out_arg(remote, root) if remote else root,
+                                keep_local=not drop_local)
+        except (OSError, ValueError, RuntimeError) as err:
+            fail(str(err))
+    if not report.partitions:
+        emit({"merged": 0, "skipped": report.skipped}, as_json, lambda _: _render_merge(report))
+        fail(f"no complete sub-dataset with an index.json under {root}")
+    emit({"index": report.index_path, "remote_index": report.remote_index,
+          "partitions": report.partitions, "shards": report.shards, "samples": report.samples,
+          "skipped": report.skipped}, as_json, lambda _: _render_merge(report))
+    if strict and report.skipped:
+        raise SystemExit(1)

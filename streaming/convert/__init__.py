@@ -1,0 +1,42 @@
+"""Getting data into MDS: one-call converters, parallel writing, and the Spark converter.
+
+Everything here sits on top of the library (the library never imports it). Names load lazily,
+so importing `streaming.convert` needs neither pyarrow nor pyspark; `dataframe_to_mds` needs
+pyspark, the table converters pyarrow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ConversionError": "streaming.convert.columns",
+    "infer_columns": "streaming.convert.columns",
+    "ParallelResult": "streaming.convert.parallel",
+    "write_parallel": "streaming.convert.parallel",
+    "parquet_to_mds": "streaming.convert.tabular",
+    "csv_to_mds": "streaming.convert.tabular",
+    "jsonl_to_mds": "streaming.convert.tabular",
+    "hf_to_mds": "streaming.convert.hf",
+    "table_to_mds": "streaming.convert.hf",
+    "imagefolder_to_mds": "streaming.convert.images",
+    "convert": "streaming.convert.api",
+    "FORMATS": "streaming.convert.api",
+    "dataframe_to_mds": "streaming.convert.spark",
+    "merge_index": "streaming.merge",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'streaming.convert' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,116 @@
+"""An image folder (one subfolder per class) to MDS: image bytes plus an integer label.
+
+Classes are the sorted subfolder names and labels their positions, as torchvision's
+`ImageFolder` assigns them; samples go class by class, files in sorted order. Files already in
+the column's format are stored byte for byte (no decode); others are re-encoded with PIL.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections import Counter
+from typing import Any, Sequence
+
+from streaming.convert.columns import ConversionError
+from streaming.convert.parallel import ParallelResult, Report, run_tasks
+
+__all__ = ["IMAGE_EXTENSIONS", "imagefolder_to_mds", "list_image_folder"]
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm",
+                    ".pgm")
+_FORMAT_OF_EXTENSION = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png"}
+_FILES_PER_TASK = 2000
+
+
+def list_image_folder(root: str, extensions: Sequence[str] = IMAGE_EXTENSIONS
+                      ) -> tuple[list[str], list[tuple[str, int]]]:
+    """``(classes, [(path, label), ...])`` of a class-per-subfolder image tree.
+
+    Raises:
+        ConversionError: no class folder with images under `root`.
+    """
+    if not os.path.isdir(root):
+        raise ConversionError(f"Image folder {root!r} is not a directory.")
+    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    files: list[tuple[str, int]] = []
+    for label, name in enumerate(classes):
+        found = sorted(
+            os.path.join(dirpath, f) for dirpath, _, names in os.walk(os.path.join(root, name))
+            for f in names if f.lower().endswith(tuple(extensions)))
+        files += [(path, label) for path in found]
+    if not files:
+        raise ConversionError(f"No images ({', '.join(extensions)}) in class subfolders of "
+                              f"{root!r}.")
+    return classes, files
+
+
+def _encode(path: str, encoding: str) -> bytes:
+    """The file's bytes if already in `encoding`'s format, else the image re-encoded."""
+    with open(path, "rb") as file:
+        data = file.read()
+    if encoding == "bytes" or _FORMAT_OF_EXTENSION.get(os.path.splitext(path)[1].lower()
+                                                       ) == encoding:
+        return data
+    from PIL import Image
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        if encoding == "jpeg" and image.mode not in ("RGB", "L", "CMYK"):
+            image = image.convert("RGB")
+        out = io.BytesIO()
+        image.save(out, format=encoding.upper())
+    except Exception as err:
+        raise ConversionError(f"{path}: cannot read as an image: {err}") from err
+    return out.getvalue()
+
+
+def _write_files(task: tuple[tuple[tuple[str, int], ...], str, str, str], writer: Any,
+                 report: Report) -> None:
+    files, encoding, image_column, label_column = task
+    for count, (path, label) in enumerate(files, 1):
+        writer.write({image_column: _encode(path, encoding), label_column: label})
+        if count % 256 == 0:
+            report(256)
+    report(len(files) % 256)
+
+
+def _majority_format(files: list[tuple[str, int]]) -> str:
+    counts = Counter(_FORMAT_OF_EXTENSION.get(os.path.splitext(p)[1].lower(), "other")
+                     for p, _ in files)
+    best = max(("jpeg", "png"), key=lambda enc: counts[enc])
+    return best if counts[best] else "jpeg"
+
+
+def imagefolder_to_mds(root: str, out: Any, *, image_column: str = "x", label_column: str = "y",
+                       image_encoding: str | None = None, num_workers: int | None = None,
+                       files_per_task: int = _FILES_PER_TASK,
+                       **options: Any) -> ParallelResult:
+    """Convert ``root/<class>/**/<image>`` to MDS columns ``{x: jpeg|png, y: int}``.
+
+    Args:
+        root: the folder whose subfolders are the classes.
+        out: local dir, remote URL or ``(local, remote)``.
+        image_column: name of the image column (``x``, as the reference's vision datasets read).
+        label_column: name of the label column (``y``).
+        image_encoding: ``jpeg``, ``png`` or ``bytes``; default: the format most files have.
+        num_workers: processes (default: CPU count; 0 or 1 for none).
+        files_per_task: images per sub-dataset.
+        **options: `run_tasks` and `MDSWriter` options.
+
+    Returns:
+        The result; ``result.details["classes"]`` lists the class names by label.
+    """
+    classes, files = list_image_folder(root)
+    encoding = image_encoding or _majority_format(files)
+    if encoding not in ("jpeg", "png", "bytes"):
+        raise ConversionError(f"image_encoding must be jpeg, png or bytes, not {encoding!r}.")
+    columns = {image_column: encoding, label_column: "int"}
+    workers = num_workers if num_workers is not None else os.cpu_count() or 1
+    per_task = max(1, min(files_per_task, -(-len(files) // max(1, 4 * workers))))
+    tasks = [(tuple(files[i:i + per_task]), encoding, image_column, label_column)
+             for i in range(0, len(files), per_task)]
+    result = run_tasks(tasks, _write_files, out, columns=columns, num_workers=num_workers,
+                       total=len(files), **options)
+    result.details["classes"] = classes
+    return result

@@ -1,0 +1,242 @@
+"""Parallel writing without Spark: one sub-dataset per task, written by a pool of processes,
+then one merged index.
+
+`write_parallel(tasks, samples, out, columns=...)` is the public helper (`samples(task)` yields
+sample dicts); the converters use `run_tasks`, whose task functions write into the writer
+themselves. Each task `i` writes ``<out>/part-<i:05d>/`` (or straight into `out` when there is
+a single task); a failed task leaves no index behind, so a later `merge_index` skips it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import threading
+import urllib.parse
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from streaming.convert.columns import ConversionError
+from streaming.convert.progress import Progress, make_progress
+from streaming.format.index import get_index_basename
+from streaming.format.sink import open_sink
+from streaming.merge import MergeReport, merge_partitions
+
+__all__ = ["ParallelResult", "run_tasks", "write_parallel"]
+
+Report = Callable[[int], None]
+WriteTask = Callable[[Any, Any, Report], None]
+"""``write(task, writer, report)``: write one task's samples into an `MDSWriter`, calling
+``report(n)`` now and then with the number of samples just written."""
+
+_REPORT_EVERY = 1024
+_queue: Any = None  # the pool's progress queue, set in each worker by `_init_worker`
+
+
+@dataclass
+class ParallelResult:
+    """Where the dataset went and what it holds."""
+
+    local: str | None  # local root (None once a temporary one was removed)
+    remote: str | None
+    partitions: list[str] = field(default_factory=list)  # sub-dataset dirs ([] = written flat)
+    samples: int = 0
+    merge: MergeReport | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # converter-specific facts
+
+
+class _SampleTask:
+    """Adapts ``samples(task) -> iterable of dicts`` to the `WriteTask` protocol (picklable)."""
+
+    def __init__(self, samples: Callable[[Any], Iterable[Mapping[str, Any]]]) -> None:
+        self.samples = samples
+
+    def __call__(self, task: Any, writer: Any, report: Report) -> None:
+        count = 0
+        for sample in self.samples(task):
+            writer.write(sample)
+            count += 1
+            if count == _REPORT_EVERY:
+                report(count)
+                count = 0
+        report(count)
+
+
+def _init_worker(queue: Any) -> None:
+    global _queue
+    _queue = queue
+
+
+def _queue_report(count: int) -> None:
+    if count and _queue is not None:
+        _queue.put(count)
+
+
+def _write_one(write: WriteTask, task: Any, out: Any, columns: Mapping[str, str],
+               writer_kwargs: Mapping[str, Any], report: Report | None = None) -> int:
+    """Write one sub-dataset; on failure remove its local side and publish no index."""
+    from streaming.format.mds.writer import MDSWriter
+
+    writer = MDSWriter(columns=dict(columns), out=out, **writer_kwargs)
+    try:
+        write(task, writer, report or _queue_report)
+        writer.finish()
+    except BaseException:
+        writer.cancel_future_jobs()
+        shutil.rmtree(writer.local, ignore_errors=True)
+        raise
+    return sum(shard["samples"] for shard in writer.shards)
+
+
+def _resolve_out(out: Any, exist_ok: bool) -> tuple[str, str | None, bool]:
+    """``(local root, remote root or None, local is a temp dir)``, with the writer's checks."""
+    local, sink = open_sink(out, keep_local=True, exist_ok=exist_ok)
+    sink.finish()
+    temporary = isinstance(out, str) and bool(urllib.parse.urlparse(out).scheme)
+    return local, sink.remote, temporary
+
+
+def _drain(queue: Any, progress: Progress) -> None:
+    while (count := queue.get()) is not None:
+        progress(count)
+
+
+def _run_pool(jobs: list[tuple[Any, Any]], write: WriteTask, columns: Mapping[str, str],
+              writer_kwargs: Mapping[str, Any], workers: int, mp_context: str | None,
+              progress: Progress) -> list[int]:
+    ctx = multiprocessing.get_context(mp_context or "spawn")
+    queue = ctx.Queue()
+    drainer = threading.Thread(target=_drain, args=(queue, progress), daemon=True)
+    drainer.start()
+    pool = ProcessPoolExecutor(workers, ctx, initializer=_init_worker, initargs=(queue,))
+    try:
+        futures: list[Future] = [pool.submit(_write_one, write, task, out, columns,
+                                             writer_kwargs) for task, out in jobs]
+        done, _ = wait_futures(futures, return_when=FIRST_EXCEPTION)
+        for index, future in enumerate(futures):
+            if future in done and future.exception() is not None:
+                raise _task_failed(index, jobs[index][0], future.exception())
+        return [future.result() for future in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        queue.put(None)
+        drainer.join()
+        queue.close()
+
+
+def _task_failed(index: int, task: Any, err: BaseException | None) -> Exception:
+    if isinstance(err, ConversionError):
+        return err
+    return ConversionError(f"Task {index} ({task!r:.200}) failed: {err!r}")
+
+
+def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapping[str, str],
+              num_workers: int | None = None, progress: bool | Progress = False,
+              total: int | None = None, mp_context: str | None = None, keep_local: bool = False,
+              exist_ok: bool = False, **writer_kwargs: Any) -> ParallelResult:
+    """Run `write` once per task, each into its own sub-dataset, then merge the indexes.
+
+    Args:
+        tasks: picklable descriptions of the work (file names, row ranges...), in output order.
+        write: a picklable `WriteTask` (a module-level function or class instance).
+        out: local dir, remote URL or ``(local, remote)``; sub-datasets upload from the workers.
+        columns: the MDS columns every sub-dataset gets.
+        num_workers: processes (default: CPU count); 0 or 1 runs in this process.
+        progress: True for a tqdm bar of samples, or a callable taking sample increments.
+        total: expected sample count, for the bar.
+        mp_context: multiprocessing start method (default ``spawn``: safe with threads).
+        keep_local: with a remote, keep the local files.
+        exist_ok: clear a non-empty local output directory instead of refusing it.
+        **writer_kwargs: `MDSWriter` options (compression, hashes, size_limit...).
+
+    Raises:
+        ConversionError: a task failed (nothing is merged).
+        FileExistsError: ``Directory is not empty: <dir>`` without `exist_ok`.
+    """
+    if not tasks:
+        raise ConversionError("Nothing to convert: no input tasks.")
+    local, remote, temporary = _resolve_out(out, exist_ok)
+    flat = len(tasks) == 1
+    names = [""] if flat else [f"part-{i:05d}" for i in range(len(tasks))]
+    kwargs = dict(writer_kwargs, keep_local=keep_local or remote is None)
+    jobs = [(task, _sub_out(local, remote, name)) for task, name in zip(tasks, names)]
+    workers = min(num_workers if num_workers is not None else os.cpu_count() or 1, len(tasks))
+    with make_progress(progress, total) as bar:
+        if workers <= 1:
+            counts = [_run_inline(i, write, task, sub, columns, kwargs, bar)
+                      for i, (task, sub) in enumerate(jobs)]
+        else:
+            counts = _run_pool(jobs, write, columns, kwargs, workers, mp_context, bar)
+    result = ParallelResult(local, remote, [] if flat else names, sum(counts))
+    if not flat:
+        result.merge = merge_partitions(
+            [_index_of(local, remote, name) for name in names],
+            (local, remote) if remote else local, keep_local=keep_local or remote is None)
+    elif remote and not keep_local:
+        shutil.rmtree(local, ignore_errors=True)
+    if remote and (temporary or not keep_local):
+        result.local = None
+        shutil.rmtree(local, ignore_errors=True)
+    return result
+
+
+def _run_inline(index: int, write: WriteTask, task: Any, out: Any, columns: Mapping[str, str],
+                kwargs: Mapping[str, Any], bar: Progress) -> int:
+    try:
+        return _write_one(write, task, out, columns, kwargs, bar)
+    except ConversionError:
+        raise
+    except Exception as err:
+        raise _task_failed(index, task, err) from err
+
+
+def _sub_out(local: str, remote: str | None, name: str) -> Any:
+    sub_local = os.path.join(local, name) if name else local
+    if remote is None:
+        return sub_local
+    return sub_local, f"{remote.rstrip('/')}/{name}" if name else remote
+
+
+def _index_of(local: str, remote: str | None, name: str) -> Any:
+    path = os.path.join(local, name, get_index_basename())
+    return (path, f"{remote.rstrip('/')}/{name}/{get_index_basename()}") if remote else path
+
+
+def write_parallel(tasks: Sequence[Any], samples: Callable[[Any], Iterable[Mapping[str, Any]]],
+                   out: Any, *, columns: Mapping[str, str], num_workers: int | None = None,
+                   progress: bool | Progress = False, mp_context: str | None = None,
+                   keep_local: bool = False, exist_ok: bool = False,
+                   **writer_kwargs: Any) -> ParallelResult:
+    """Write one MDS dataset from several processes: a sub-dataset per task, then one index.
+
+    Example::
+
+        def samples(path):  # module level, so spawned workers can import it
+            with open(path) as f:
+                for line in f:
+                    yield {"text": line.rstrip("\\n")}
+
+        write_parallel(paths, samples, "s3://bucket/ds", columns={"text": "str"})
+
+    Args:
+        tasks: picklable inputs, one sub-dataset each, in output order.
+        samples: picklable ``samples(task)`` yielding sample dicts.
+        out: local dir, remote URL or ``(local, remote)``.
+        columns: MDS column encodings.
+        num_workers: processes (default: CPU count); 0 or 1 writes in this process.
+        progress: True for a tqdm bar, or a callable taking sample increments.
+        mp_context: multiprocessing start method (default ``spawn``).
+        keep_local: with a remote, keep local copies.
+        exist_ok: clear a non-empty local output directory first.
+        **writer_kwargs: more `MDSWriter` options (compression, hashes, size_limit...).
+
+    Raises:
+        ConversionError: a task failed; its sub-dataset is left without an index and nothing
+            is merged.
+    """
+    return run_tasks(tasks, _SampleTask(samples), out, columns=columns,
+                     num_workers=num_workers, progress=progress, mp_context=mp_context,
+                     keep_local=keep_local, exist_ok=exist_ok, **writer_kwargs)

@@ -1,0 +1,244 @@
+"""One-call converters from Parquet, CSV/TSV and JSON-lines files to MDS, parallel over files.
+
+Files are read with pyarrow in record batches; column encodings come from the Arrow schema
+(`streaming.convert.columns`), overridable per column. Every file must agree on the types of
+the converted columns: Parquet schemas are compared up front (metadata only), text files are
+parsed with the types inferred from the first file, and a file that does not fit fails with
+its name. Large Parquet files are split by row groups so every worker has work.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns, table_rows
+from streaming.convert.parallel import ParallelResult, Report, run_tasks
+
+__all__ = ["EXTENSIONS", "csv_to_mds", "expand_sources", "jsonl_to_mds", "parquet_to_mds"]
+
+EXTENSIONS = {
+    "parquet": (".parquet", ".pq"),
+    "csv": (".csv",),
+    "tsv": (".tsv",),
+    "jsonl": (".jsonl", ".ndjson", ".json"),
+}
+_BATCH_ROWS = 8192
+
+
+def expand_sources(src: str | Sequence[str], extensions: Sequence[str]) -> list[str]:
+    """Input files from a file, a directory (searched recursively), a glob, or a list of those.
+
+    Raises:
+        ConversionError: nothing matched.
+    """
+    found: list[str] = []
+    for item in [src] if isinstance(src, (str, os.PathLike)) else src:
+        item = os.fspath(item)
+        if os.path.isdir(item):
+            found += sorted(
+                os.path.join(root, name) for root, _, names in os.walk(item) for name in names
+                if name.lower().endswith(tuple(extensions)))
+        elif os.path.isfile(item):
+            found.append(item)
+        else:
+            found += sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
+    if not found:
+        raise ConversionError(f"No input files ({', '.join(extensions)}) found in {src!r}.")
+    return found
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One unit of work: a file, or a range of a Parquet file's row groups."""
+
+    path: str
+    kind: str  # parquet | csv | tsv | jsonl
+    columns: tuple[tuple[str, str], ...]  # MDS columns, in order
+    schema: Any = None  # the Arrow schema text files are parsed with (None for Parquet)
+    row_groups: tuple[int, ...] | None = None
+
+    def __repr__(self) -> str:
+        groups = f" row groups {self.row_groups[0]}-{self.row_groups[-1]}" if self.row_groups \
+            else ""
+        return f"{self.path}{groups}"
+
+
+def _batches(task: _Task) -> Iterator[Any]:
+    """The task's rows as Arrow record batches (only the converted columns)."""
+    names = [name for name, _ in task.columns]
+    if task.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        file = pq.ParquetFile(task.path)
+        yield from file.iter_batches(_BATCH_ROWS, row_groups=task.row_groups, columns=names)
+        return
+    yield from _open_text(task.path, task.kind, task.schema)
+
+
+def _open_text(path: str, kind: str, schema: Any = None) -> Iterator[Any]:
+    import pyarrow as pa
+
+    if kind == "jsonl":
+        import pyarrow.json as pj
+
+        parse = pj.ParseOptions(explicit_schema=schema) if schema is not None else None
+        if hasattr(pj, "open_json"):
+            yield from pj.open_json(path, parse_options=parse)
+        else:  # pragma: no cover - pyarrow < 19 reads the whole file
+            yield from pj.read_json(path, parse_options=parse).to_batches(_BATCH_ROWS)
+        return
+    import pyarrow.csv as pc
+
+    parse = pc.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
+    convert = pc.ConvertOptions(column_types=schema) if schema is not None else None
+    reader = pc.open_csv(path, parse_options=parse, convert_options=convert)
+    for batch in reader:
+        yield pa.RecordBatch.from_arrays(batch.columns, schema=batch.schema)
+
+
+def _write_task(task: _Task, writer: Any, report: Report) -> None:
+    """Write one file (or row-group range) into `writer`; errors name the file."""
+    columns = dict(task.columns)
+    try:
+        for batch in _batches(task):
+            for row in table_rows(batch, columns):
+                writer.write(row)
+            report(batch.num_rows)
+    except ConversionError as err:
+        raise ConversionError(f"{task!r}: {err}") from err
+    except (ValueError, TypeError, KeyError, OSError) as err:
+        raise ConversionError(f"{task!r}: {type(err).__name__}: {err}") from err
+
+
+def _first_batch(path: str, kind: str) -> Any:
+    import pyarrow as pa
+
+    try:
+        for batch in _open_text(path, kind):
+            return batch
+    except pa.ArrowInvalid as err:
+        raise ConversionError(f"{path}: cannot parse as {kind}: {err}") from err
+    raise ConversionError(f"{path} holds no rows to infer column types from.")
+
+
+def _parquet_schemas(paths: list[str], names: Sequence[str] | None) -> Any:
+    """The common schema of the Parquet files, checked column by column.
+
+    Raises:
+        ConversionError: a file lacks a column or stores it with another type; names both files.
+    """
+    import pyarrow.parquet as pq
+
+    first = pq.read_schema(paths[0])
+    wanted = list(names) if names is not None else first.names
+    for path in paths[1:]:
+        schema = pq.read_schema(path)
+        for name in wanted:
+            if name not in schema.names:
+                raise ConversionError(f"Parquet schemas differ: {path} has no column {name!r}, "
+                                      f"which {paths[0]} has.")
+            if schema.field(name).type != first.field(name).type:
+                raise ConversionError(
+                    f"Parquet schemas differ: column {name!r} is {schema.field(name).type} in "
+                    f"{path} but {first.field(name).type} in {paths[0]}.")
+        extra = [n for n in schema.names if n not in first.names and names is None]
+        if extra:
+            raise ConversionError(f"Parquet schemas differ: {path} has column(s) {extra} that "
+                                  f"{paths[0]} lacks; pick columns with `include`.")
+    return first
+
+
+def _parquet_tasks(paths: list[str], columns: dict[str, str], workers: int) -> tuple[list[_Task],
+                                                                                    int]:
+    """Split files into row-group ranges so that there are about 4 tasks per worker."""
+    import pyarrow.parquet as pq
+
+    metas = [pq.ParquetFile(p).metadata for p in paths]
+    total = sum(m.num_rows for m in metas)
+    target = max(1, total // max(1, 4 * workers))
+    cols = tuple(columns.items())
+    tasks = []
+    for path, meta in zip(paths, metas):
+        group: list[int] = []
+        rows = 0
+        for i in range(meta.num_row_groups):
+            group.append(i)
+            rows += meta.row_group(i).num_rows
+            if rows >= target:
+                tasks.append(_Task(path, "parquet", cols, row_groups=tuple(group)))
+                group, rows = [], 0
+        if group or not meta.num_row_groups:
+            tasks.append(_Task(path, "parquet", cols, row_groups=tuple(group) or None))
+    return tasks, total
+
+
+def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str, str] | None,
+             include: Sequence[str] | None, num_workers: int | None,
+             options: dict[str, Any]) -> ParallelResult:
+    import_pyarrow()
+    paths = expand_sources(src, EXTENSIONS[kind])
+    workers = num_workers if num_workers is not None else os.cpu_count() or 1
+    total = None
+    if kind == "parquet":
+        schema = _parquet_schemas(paths, include)
+        import pyarrow.parquet as pq
+
+        sample = next(pq.ParquetFile(paths[0]).iter_batches(1024, columns=schema.names), None)
+        plan = infer_columns(schema, columns, include, sample)
+        tasks, total = _parquet_tasks(paths, plan, workers)
+    else:
+        sample = _first_batch(paths[0], kind)
+        plan = infer_columns(sample.schema, columns, include, sample)
+        tasks = [_Task(p, kind, tuple(plan.items()), sample.schema) for p in paths]
+    return run_tasks(tasks, _write_task, out, columns=plan, num_workers=num_workers,
+                     total=total, **options)
+
+
+def parquet_to_mds(src: str | Sequence[str], out: Any, *, columns: Mapping[str, str] | None = None,
+                   include: Sequence[str] | None = None, num_workers: int | None = None,
+                   **options: Any) -> ParallelResult:
+    """Convert Parquet files to one MDS dataset, in parallel over files and row groups.
+
+    Args:
+        src: a file, a directory (all ``*.parquet`` below it), a glob, or a list of those.
+        out: local dir, remote URL or ``(local, remote)``.
+        columns: encodings overriding the inferred ones, e.g. ``{"label": "uint8"}``.
+        include: convert only these columns (default: all).
+        num_workers: processes (default: CPU count; 0 or 1 for none).
+        **options: `run_tasks` options (progress, keep_local, exist_ok, mp_context) and
+            `MDSWriter` options (compression, hashes, size_limit).
+
+    Raises:
+        ConversionError: schemas that differ between files, a column type with no encoding,
+            or a value that does not fit its column (names file and column).
+    """
+    return _convert("parquet", src, out, columns, include, num_workers, options)
+
+
+def csv_to_mds(src: str | Sequence[str], out: Any, *, columns: Mapping[str, str] | None = None,
+               include: Sequence[str] | None = None, num_workers: int | None = None,
+               delimiter: str = ",", **options: Any) -> ParallelResult:
+    """Convert CSV (or, with ``delimiter="\\t"``, TSV) files with a header row to MDS.
+
+    Column types are inferred from the first file (numbers, text, booleans; empty cells are
+    nulls, which make a column ``json``) and every file is parsed with them. See
+    `parquet_to_mds` for the other arguments.
+    """
+    kind = "tsv" if delimiter == "\t" else "csv"
+    if delimiter not in (",", "\t"):
+        raise ConversionError(f"Unsupported delimiter {delimiter!r}: use ',' or '\\t'.")
+    return _convert(kind, src, out, columns, include, num_workers, options)
+
+
+def jsonl_to_mds(src: str | Sequence[str], out: Any, *, columns: Mapping[str, str] | None = None,
+                 include: Sequence[str] | None = None, num_workers: int | None = None,
+                 **options: Any) -> ParallelResult:
+    """Convert JSON-lines files (one object per line) to MDS.
+
+    Types come from the first block of the first file: numbers keep their type, lists of
+    numbers become ndarrays, nested objects ``json``. See `parquet_to_mds` for the arguments.
+    """
+    return _convert("jsonl", src, out, columns, include, num_workers, options)

@@ -1,0 +1,77 @@
+"""`streaming inspect`, `head`, `validate` and `bench`, end to end through `python -m streaming`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any, Callable
+
+from streaming.format.compression import compress, decompress
+
+
+def test_inspect_reads_only_the_index_local_and_remote(cli: Callable, dataset: str,
+                                                      tmp_path: Any) -> None:
+    text = cli("inspect", dataset)
+    assert text.code == 0 and "samples      30" in text.out and "zstd" in text.out
+    remote = tmp_path / "index_only"
+    remote.mkdir()
+    shutil.copy(f"{dataset}/index.json", remote)  # no shards: inspect must not need them
+    info = cli("inspect", f"file://{remote}", "--json").json()
+    assert info["samples"] == 30 and info["shards"] == 3 and info["hashes"] == ["sha1", "xxh64"]
+    assert info["columns"] == {"blob": "bytes", "id": "int", "text": "str",
+                               "tokens": "ndarray:int32"}
+    assert info["shard_list"][0]["zip_data"] == "shard.00000.mds.zstd"
+    assert "sha1=" in cli("inspect", dataset, "--shards").out
+    missing = cli("inspect", str(tmp_path / "nothing"))
+    assert missing.code == 1 and "no index.json" in missing.err
+
+
+def test_head_prints_json_with_bytes_summarised(cli: Callable, dataset: str) -> None:
+    run = cli("head", f"file://{dataset}", "-n", "12")
+    lines = [json.loads(line) for line in run.out.splitlines()]
+    assert run.code == 0 and len(lines) == 12  # spans two shards
+    assert lines[11]["blob"] == {"bytes": 40, "head": "0b" * 8 + "..."}
+    assert lines[11]["id"] == 11 and lines[11]["tokens"] == [0, 1, 2, 3]
+    assert cli("head", dataset, "-n", "2", "--json").json()["samples"][1]["text"] == "sample 1"
+    assert cli("head", dataset, "-n", "-1").code == 2  # usage error
+
+
+def test_validate_passes_then_names_the_broken_shard_and_sample(cli: Callable, dataset: str,
+                                                                tmp_path: Any) -> None:
+    good = cli("validate", dataset, "--json", "--workers", "2")
+    report = good.json()
+    assert good.code == 0 and report["ok"] and report["samples"] == 30
+    assert report["digests"] == 12  # 3 shards x (zip + raw) x 2 algorithms
+    index = json.load(open(f"{dataset}/index.json"))
+    first = index["shards"][0]
+    path = f"{dataset}/{first['zip_data']['basename']}"
+    with open(path, "rb") as file:
+        raw = bytearray(decompress("zstd", file.read()))
+    # Corrupt sample 2's text (an invalid UTF-8 byte) and make the digests agree again, so
+    # only decoding can find it.
+    at = raw.index(b"sample 2")
+    raw[at] = 0xFF
+    packed = compress("zstd", bytes(raw))
+    with open(path, "wb") as file:
+        file.write(packed)
+    from streaming.format.hashing import get_hash
+
+    first["zip_data"].update(bytes=len(packed), hashes={a: get_hash(a, packed)
+                                                        for a in ("sha1", "xxh64")})
+    first["raw_data"]["hashes"] = {a: get_hash(a, bytes(raw)) for a in ("sha1", "xxh64")}
+    json.dump(index, open(f"{dataset}/index.json", "w"))
+    bad = cli("validate", dataset, "--no-progress")
+    assert bad.code == 1 and "shard.00000.mds sample 2: column 'text'" in bad.out
+    os.remove(f"{dataset}/shard.00001.mds.zstd")
+    missing = cli("validate", dataset, "--json")
+    problems = missing.json()["problems"]
+    assert missing.code == 1 and any(p["shard"] == "shard.00001.mds" for p in problems)
+
+
+def test_bench_reports_throughput(cli: Callable, dataset: str) -> None:
+    result = cli("bench", dataset, "--workers", "2", "--json").json()
+    assert result["samples"] == 30 and result["samples_per_s"] > 0
+    assert result["first_sample_ms"] > 0 and result["workers"] == 2
+    assert "samples/s" in cli("bench", dataset, "--limit", "5").out
+    assert cli("bench", dataset, "--workers", "0").code == 2

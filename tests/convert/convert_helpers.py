@@ -1,0 +1,27 @@
+"""Shared by the conversion tests: reading a dataset back without torch, and task functions
+that spawned worker processes can import."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from streaming.format import load_readers
+
+
+def read_back(root: str) -> list[dict[str, Any]]:
+    """Every sample of an uncompressed local dataset, in order."""
+    return [sample for reader in load_readers(root) for sample in reader]
+
+
+def numbered(task: int) -> Iterator[dict[str, Any]]:
+    """Ten samples per task: ids ``10*task .. 10*task+9``."""
+    for i in range(10 * task, 10 * task + 10):
+        yield {"id": i, "text": f"t{task}"}
+
+
+def failing(task: int) -> Iterator[dict[str, Any]]:
+    """Like `numbered`, but task 1 dies half-way."""
+    for sample in numbered(task):
+        if task == 1 and sample["id"] == 15:
+            raise RuntimeError("boom in task 1")
+        yield sample

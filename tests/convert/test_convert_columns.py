@@ -1,0 +1,83 @@
+"""Arrow -> MDS column inference and value conversion (`streaming.convert.columns`)."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+from streaming.convert.columns import (ConversionError, column_values,  # noqa: E402
+                                       infer_columns, infer_encoding, table_rows)
+from streaming.format.encodings import get_encoding  # noqa: E402
+
+
+@pytest.mark.parametrize("arrow_type, encoding", [
+    (pa.int8(), "int8"), (pa.uint16(), "uint16"), (pa.int64(), "int64"),
+    (pa.float32(), "float32"), (pa.float64(), "float64"), (pa.string(), "str"),
+    (pa.large_string(), "str"), (pa.binary(), "bytes"), (pa.decimal128(10, 2), "str_decimal"),
+    (pa.list_(pa.int32()), "ndarray:int32"), (pa.large_list(pa.uint8()), "ndarray:uint8"),
+    (pa.list_(pa.float32(), 4), "ndarray:float32:4"), (pa.bool_(), "json"),
+    (pa.struct([("a", pa.int64()), ("b", pa.list_(pa.string()))]), "json"),
+    (pa.list_(pa.list_(pa.int32())), "json"), (pa.null(), "json"),
+    (pa.dictionary(pa.int32(), pa.string()), "str"),
+])
+def test_inferred_encodings(arrow_type: object, encoding: str) -> None:
+    assert infer_encoding("col", arrow_type) == encoding
+
+
+def test_types_without_an_encoding_name_the_column() -> None:
+    with pytest.raises(ConversionError, match="'when'.*timestamp"):
+        infer_encoding("when", pa.timestamp("us"))
+    table = pa.table({"when": pa.array([0, 1], pa.timestamp("s")), "x": [1, 2]})
+    columns = infer_columns(table.schema, {"when": "str"})  # an override makes it convertible
+    assert columns == {"when": "str", "x": "int64"}
+    assert table_rows(table, columns)[1]["when"] == "1970-01-01 00:00:01"
+    with pytest.raises(ConversionError, match="'nope'"):
+        infer_columns(table.schema, {"nope": "int"})
+    with pytest.raises(ConversionError, match="not an MDS encoding"):
+        infer_columns(table.schema, {"x": "int128", "when": "str"})
+
+
+def test_nulls_make_json_or_fail_with_the_row() -> None:
+    table = pa.table({"a": [1, None, 3], "b": ["x", "y", "z"]})
+    assert infer_columns(table.schema, sample=table) == {"a": "json", "b": "str"}
+    assert [r["a"] for r in table_rows(table, {"a": "json"})] == [1, None, 3]
+    with pytest.raises(ConversionError, match="'a' row 1 is null"):
+        column_values(table.column("a"), "int64", "a")
+
+
+@pytest.mark.parametrize("encoding, values", [
+    ("int32", [1, -2, 3]), ("uint8", [0, 255, 7]), ("float16", [0.5, 1.5, -2.0]),
+    ("int", [1, 2**40, -5]), ("float64", [0.1, 2.5, -1e300]),
+])
+def test_pre_encoded_scalars_match_the_encoding(encoding: str, values: list) -> None:
+    coder = get_encoding(encoding)
+    got = column_values(pa.array(values), encoding, "v")
+    assert got == [coder.encode(np.dtype(encoding if encoding != "int" else "int64").type(v)
+                                if encoding != "int" else v) for v in values]
+
+
+def test_arrays_fixed_and_ragged() -> None:
+    ragged = pa.array([[1, 2, 3], [4], [5, 6]], pa.list_(pa.int64()))
+    got = column_values(ragged.slice(1), "ndarray:int16", "t")  # sliced: offsets not at 0
+    assert [a.tolist() for a in got] == [[4], [5, 6]] and got[0].dtype == np.int16
+    fixed = pa.array([[1, 2], [3, 4]], pa.list_(pa.int32(), 2))
+    assert column_values(fixed, "ndarray:int32:2", "t") == [
+        get_encoding("ndarray:int32:2").encode(np.array(row, np.int32)) for row in ([1, 2],
+                                                                                   [3, 4])]
+    with pytest.raises(ConversionError, match="row 1 has 1 values"):
+        column_values(ragged, "ndarray:int64:3", "t")
+    with pytest.raises(ConversionError, match="row 0 is an empty list"):
+        column_values(pa.array([[], [1]], pa.list_(pa.int32())), "ndarray:int32", "t")
+
+
+def test_casts_for_overrides() -> None:
+    assert column_values(pa.array(["1", "22"]), "int32", "s") == [
+        np.int32(1).tobytes(), np.int32(22).tobytes()]
+    assert column_values(pa.array([1, 2]), "str", "n") == ["1", "2"]
+    assert column_values(pa.array(["1.5"]), "str_decimal", "d") == [decimal.Decimal("1.5")]
+    with pytest.raises(ConversionError, match="cannot convert"):
+        column_values(pa.array(["x"]), "int32", "s")

@@ -1,0 +1,77 @@
+"""Hugging Face datasets, Arrow/pandas tables and image folders to MDS."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pa = pytest.importorskip("pyarrow")
+
+from streaming.convert import hf_to_mds, imagefolder_to_mds, table_to_mds  # noqa: E402
+from streaming.convert.columns import ConversionError  # noqa: E402
+from tests.convert.convert_helpers import read_back  # noqa: E402
+
+
+def _image_bytes(fmt: str, shade: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (8, 6), (shade, 0, 0)).save(out, format=fmt)
+    return out.getvalue()
+
+
+def test_hf_dataset_with_image_label_and_sequence_features(tmp_path: Any) -> None:
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({
+        "img": datasets.Image(), "label": datasets.ClassLabel(names=["a", "b"]),
+        "ids": datasets.Sequence(datasets.Value("int32")), "text": datasets.Value("string")})
+    images = [_image_bytes("PNG", 10 * i) for i in range(6)]
+    ds = datasets.Dataset.from_dict({
+        "img": [{"bytes": b, "path": None} for b in images], "label": [0, 1] * 3,
+        "ids": [[i, i + 1] for i in range(6)], "text": [f"t{i}" for i in range(6)]},
+        features=features)
+    result = hf_to_mds(ds, str(tmp_path / "out"), num_workers=0, rows_per_task=4)
+    assert result.samples == 6 and result.partitions == ["part-00000", "part-00001"]
+    samples = read_back(str(tmp_path / "out"))
+    assert samples[5]["img"].format == "PNG" and samples[5]["img"].getpixel((0, 0)) == (50, 0, 0)
+    assert int(samples[5]["label"]) == 1 and samples[5]["ids"].tolist() == [5, 6]
+    splits = hf_to_mds(datasets.DatasetDict({"train": ds, "test": ds.select(range(2))}),
+                       str(tmp_path / "dict"), num_workers=0, include=["text"])
+    assert splits["test"].samples == 2
+    assert read_back(str(tmp_path / "dict" / "test")) == [{"text": "t0"}, {"text": "t1"}]
+
+
+def test_arrow_and_pandas_tables(tmp_path: Any) -> None:
+    pd = pytest.importorskip("pandas")
+    table = pa.table({"x": np.arange(5, dtype=np.float32), "s": list("abcde")})
+    table_to_mds(table, str(tmp_path / "arrow"), num_workers=0, rows_per_task=2)
+    assert [s["s"] for s in read_back(str(tmp_path / "arrow"))] == list("abcde")
+    table_to_mds(pd.DataFrame({"n": [1, 2]}), str(tmp_path / "pandas"), num_workers=0)
+    assert read_back(str(tmp_path / "pandas")) == [{"n": 1}, {"n": 2}]
+    with pytest.raises(ConversionError, match="Cannot convert a int"):
+        table_to_mds(3, str(tmp_path / "bad"))
+
+
+def test_image_folder_keeps_bytes_and_reencodes_the_odd_file(tmp_path: Any) -> None:
+    root = tmp_path / "imgs"
+    for cls, shade in (("cat", 1), ("dog", 2)):
+        (root / cls / "sub").mkdir(parents=True)
+        for i in range(3):
+            (root / cls / f"{i}.jpg").write_bytes(_image_bytes("JPEG", 40 * shade + i))
+    (root / "dog" / "sub" / "odd.png").write_bytes(_image_bytes("PNG", 200))
+    (root / "dog" / "notes.txt").write_text("not an image")
+    result = imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0,
+                                files_per_task=3)
+    assert result.details["classes"] == ["cat", "dog"] and result.samples == 7
+    samples = read_back(str(tmp_path / "out"))
+    assert [int(s["y"]) for s in samples] == [0, 0, 0, 1, 1, 1, 1]
+    assert all(s["x"].format == "JPEG" for s in samples)  # the PNG was re-encoded
+    first = (root / "cat" / "0.jpg").read_bytes()
+    with open(tmp_path / "out" / "part-00000" / "shard.00000.mds", "rb") as file:
+        assert first in file.read()  # stored byte for byte, not re-encoded
+    with pytest.raises(ConversionError, match="No images"):
+        imagefolder_to_mds(str(tmp_path / "out"), str(tmp_path / "x"))
+    assert not os.path.exists(tmp_path / "x")

@@ -1,0 +1,47 @@
+"""`write_parallel`: sub-datasets from several processes, merged; failures leave no index."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from streaming.convert.columns import ConversionError
+from streaming.convert.parallel import write_parallel
+from tests.convert.convert_helpers import failing, numbered, read_back
+
+COLUMNS = {"id": "int", "text": "str"}
+
+
+def test_processes_write_one_dataset_in_task_order(tmp_path: Any) -> None:
+    counts: list[int] = []
+    result = write_parallel(range(5), numbered, str(tmp_path / "out"), columns=COLUMNS,
+                            num_workers=2, progress=counts.append)
+    assert result.samples == 50 and sum(counts) == 50
+    assert result.partitions == [f"part-{i:05d}" for i in range(5)]
+    assert [s["id"] for s in read_back(str(tmp_path / "out"))] == list(range(50))
+
+
+def test_single_task_writes_flat_and_remote_output(tmp_path: Any) -> None:
+    result = write_parallel([3], numbered, str(tmp_path / "flat"), columns=COLUMNS,
+                            num_workers=0)
+    assert result.partitions == [] and os.path.exists(tmp_path / "flat" / "shard.00000.mds")
+    remote = f"file://{tmp_path}/remote"
+    result = write_parallel([0, 1], numbered, remote, columns=COLUMNS, num_workers=0,
+                            compression="zstd")
+    assert result.local is None and result.merge.remote_index == f"{remote}/index.json"
+    assert sorted(os.listdir(tmp_path / "remote")) == ["index.json", "part-00000", "part-00001"]
+
+
+def test_a_failed_task_publishes_nothing(tmp_path: Any) -> None:
+    out = str(tmp_path / "out")
+    with pytest.raises(ConversionError, match="boom in task 1"):
+        write_parallel([0, 1, 2], failing, out, columns=COLUMNS, num_workers=0)
+    assert not os.path.exists(f"{out}/index.json")
+    assert not os.path.exists(f"{out}/part-00001")  # its partial shards are gone too
+    with pytest.raises(FileExistsError, match="Directory is not empty"):
+        write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0)
+    result = write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0,
+                            exist_ok=True)
+    assert result.samples == 20 and len(read_back(out)) == 20

@@ -1,0 +1,114 @@
+"""`dataframe_to_mds` on a real local-mode Spark (one session for the module), and its schema
+mapping. Spark jobs are slow, so each test checks several things."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+from pyspark.sql import types as T  # noqa: E402
+
+from streaming.base.converters import (SPARK_TO_MDS, dataframe_to_mds,  # noqa: E402
+                                       infer_dataframe_schema, is_json_compatible)
+from tests.convert.conftest import REPO  # noqa: E402
+from tests.convert.convert_helpers import read_back  # noqa: E402
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType()), T.StructField("small", T.ShortType()),
+    T.StructField("f", T.FloatType()), T.StructField("name", T.StringType()),
+    T.StructField("blob", T.BinaryType()), T.StructField("price", T.DecimalType(10, 2)),
+    T.StructField("tokens", T.ArrayType(T.IntegerType(), containsNull=False)),
+])
+
+
+def _rows(n: int) -> list[tuple]:
+    return [(i, i % 7, i / 4, f"row {i}", bytes([i % 256]) * 3, decimal.Decimal(i) / 4,
+             list(range(i % 5 + 1))) for i in range(n)]
+
+
+def test_schema_mapping_is_the_reference_table() -> None:
+    assert SPARK_TO_MDS[T.ByteType()] == "uint8" and SPARK_TO_MDS[T.ShortType()] == "uint16"
+    assert SPARK_TO_MDS[T.ArrayType(T.DoubleType())] == "ndarray:float64"
+    assert SPARK_TO_MDS[T.BooleanType()] is None
+    assert is_json_compatible(T.StructType([T.StructField("a", T.ArrayType(T.StringType()))]))
+    assert not is_json_compatible(T.MapType(T.StringType(), T.LongType()))
+
+
+@pytest.mark.slow
+def test_inferred_columns_round_trip_and_merge(spark: Any, tmp_path: Any) -> None:
+    frame = spark.createDataFrame(_rows(40), SCHEMA).repartition(3)
+    assert infer_dataframe_schema(frame) == {
+        "id": "int64", "small": "uint16", "f": "float32", "name": "str", "blob": "bytes",
+        "price": "str_decimal", "tokens": "ndarray:int32"}
+    out = str(tmp_path / "out")
+    assert dataframe_to_mds(frame, mds_kwargs={"out": out, "compression": None}) == (out, "")
+    index = json.load(open(f"{out}/index.json"))
+    assert list(index) == ["version", "shards"]
+    assert len({s["raw_data"]["basename"].split("/")[0] for s in index["shards"]}) == 3
+    samples = sorted(read_back(out), key=lambda s: int(s["id"]))
+    assert [int(s["id"]) for s in samples] == list(range(40))
+    s = samples[13]
+    assert (int(s["small"]), float(s["f"]), s["name"], s["blob"], s["price"]) == (
+        6, 3.25, "row 13", b"\x0d" * 3, decimal.Decimal("3.25"))
+    assert s["tokens"].tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_remote_output_from_executors_and_udf_iterable(spark: Any, tmp_path: Any) -> None:
+    from streaming.cli.checks import validate_dataset
+
+    frame = spark.createDataFrame(_rows(30), SCHEMA).repartition(2)
+    remote = f"file://{tmp_path}/remote"
+    local, got_remote = dataframe_to_mds(frame, mds_kwargs={
+        "out": (str(tmp_path / "local"), remote), "columns": {"id": "int64", "name": "str"}})
+    assert got_remote == remote and not os.path.exists(local)  # keep_local defaults to False
+    report = validate_dataset(remote, workers=1)
+    assert report.ok and report.samples == 30  # zstd by default, every shard uploaded
+
+    def doubled(pdf: Any, factor: int) -> Any:
+        for row in pdf.itertuples():
+            yield {"id": int(row.id) * factor, "note": {"n": row.name}}
+
+    out = str(tmp_path / "udf")
+    dataframe_to_mds(frame, mds_kwargs={"out": out, "compression": None,
+                                        "columns": {"id": "int", "note": "json"}},
+                     udf_iterable=doubled, udf_kwargs={"factor": 2})
+    ids = sorted(int(s["id"]) for s in read_back(out))
+    assert ids == [2 * i for i in range(30)]
+
+
+@pytest.mark.slow
+def test_bad_input_is_refused_before_any_work(spark: Any, tmp_path: Any) -> None:
+    frame = spark.createDataFrame([(1, True)], "id long, flag boolean")
+    with pytest.raises(ValueError, match=r"BooleanType\(\) is not supported by dataframe_to_mds "
+                                         r"\(column `flag`\)"):
+        dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "a")})
+    with pytest.raises(ValueError, match="Mismatched types: column name `id` is `int64`"):
+        infer_dataframe_schema(frame, {"id": "str"})
+    with pytest.raises(ValueError, match="Non-binary col id cannot encode as jpeg"):
+        infer_dataframe_schema(frame, {"id": "jpeg"})
+    with pytest.raises(ValueError, match="nope is not a column of input dataframe"):
+        infer_dataframe_schema(frame, {"nope": "int64"})
+    with pytest.raises(ValueError, match="`out` and `columns` need to be specified"):
+        dataframe_to_mds(frame, mds_kwargs={})
+    with pytest.raises(ValueError, match="user must provide correct `columns`"):
+        dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "b")},
+                         udf_iterable=lambda pdf: [])
+    with pytest.raises(ValueError, match="Input dataframe is None or Empty!"):
+        dataframe_to_mds(frame.limit(0), mds_kwargs={"out": str(tmp_path / "c")})
+    assert not os.listdir(tmp_path)
+
+
+def test_without_pyspark_the_import_error_says_what_to_install() -> None:
+    code = ("import sys; sys.modules['pyspark'] = None\n"
+            "try:\n    import streaming.base.converters\n"
+            "except ImportError as err:\n    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert "pip install 'shardstream[spark]'" in out.stdout, out.stderr
