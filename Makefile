@@ -12,7 +12,6 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml requirements-test.txt constraints.txt package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PIN)
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,cli,convert]' -r requirements-test.txt
 	# Azurite (the Azure Blob emulator the storage tests start on 127.0.0.1); optional.
