@@ -1,0 +1,184 @@
+"""One timed benchmark process: write, then read in order, then read at random, one library.
+
+Run by bench_format.py under the interpreter of the library being measured (ours, the reference
+mosaicml-streaming or litdata), so it imports nothing from this repository and works on any
+numpy >= 1.24. Prints `RESULT <json>` as its last stdout line. Inputs are seeded, so every
+library gets the same samples; the page cache is warmed the same way for all before a read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+TOKENS_PER_SAMPLE = 1024
+IMAGE_BYTES = 100_000
+IMAGE_POOL = 256  # distinct random payloads, cycled (content does not matter uncompressed)
+RANDOM_READS = 10_000
+SHARD_BYTES = 1 << 26  # the reference's default size_limit; litdata gets the same chunk size
+WORKLOADS = {
+    "tokens": ({"tokens": "ndarray:uint16:1024", "id": "int"}, "tokens", "id"),
+    "tokens_dyn": ({"tokens": "ndarray:uint16", "id": "int"}, "tokens", "id"),
+    "images": ({"image": "bytes", "label": "int"}, "image", "label"),
+}
+_INPUTS: dict[str, Any] = {}  # module global so litdata's forked workers see the inputs
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(fn: Callable[[], Any]) -> dict[str, float]:
+    wall, cpu = time.perf_counter(), _cpu()
+    fn()
+    return {"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu}
+
+
+def _best(runs: list[dict[str, float]]) -> dict[str, float]:
+    return min(runs, key=lambda r: r["wall"])
+
+
+def touch(value: Any) -> int:
+    """Read every byte of a payload (xor over a uint64 view): the same work for every library."""
+    return int(np.bitwise_xor.reduce(np.frombuffer(value, np.uint64)))
+
+
+def make_inputs(workload: str, n: int) -> None:
+    rng = np.random.default_rng(1234)
+    if workload == "images":
+        _INPUTS["pool"] = [rng.bytes(IMAGE_BYTES) for _ in range(min(n, IMAGE_POOL))]
+    else:
+        _INPUTS["tokens"] = rng.integers(0, 50_000, (n, TOKENS_PER_SAMPLE), dtype=np.uint16)
+
+
+def sample(workload: str, i: int) -> dict[str, Any]:
+    if workload == "images":
+        pool = _INPUTS["pool"]
+        return {"image": pool[i % len(pool)], "label": i}
+    return {"tokens": _INPUTS["tokens"][i], "id": i}
+
+
+def warm(path: str) -> None:
+    """Pull every file of a dataset into the page cache (identical for every library)."""
+    for d, _, files in os.walk(path):
+        for name in files:
+            with open(os.path.join(d, name), "rb", buffering=0) as f:
+                while f.read(1 << 23):
+                    pass
+
+
+# ---- ours and the reference: the same public API -------------------------------------------
+
+def streaming_write(workload: str, n: int, out: str) -> None:
+    from streaming import MDSWriter
+
+    columns = WORKLOADS[workload][0]
+    with MDSWriter(out=out, columns=columns) as writer:
+        for i in range(n):
+            writer.write(sample(workload, i))
+
+
+def streaming_open(path: str) -> Any:
+    from streaming import LocalDataset
+
+    return LocalDataset(local=path)
+
+
+# ---- litdata ---------------------------------------------------------------------------------
+
+def _litdata_item(i: int) -> dict[str, Any]:
+    return sample(_INPUTS["workload"], i)
+
+
+def litdata_write(workload: str, n: int, out: str) -> None:
+    import litdata
+
+    _INPUTS["workload"] = workload
+    litdata.optimize(fn=_litdata_item, inputs=list(range(n)), output_dir=out,
+                     chunk_bytes=SHARD_BYTES, num_workers=1, start_method="fork",
+                     verbose=False, mode="overwrite")
+
+
+def litdata_open(path: str) -> Any:
+    import litdata
+
+    return litdata.StreamingDataset(input_dir=path)
+
+
+# ---- measurement -----------------------------------------------------------------------------
+
+def _read_all(dataset: Any, key: str, other: str) -> int:
+    acc = 0
+    for item in dataset:
+        acc ^= touch(item[key]) ^ int(item[other])
+    return acc
+
+
+def _read_at(dataset: Any, key: str, other: str, indices: list[int]) -> int:
+    acc = 0
+    for i in indices:
+        item = dataset[i]
+        acc ^= touch(item[key]) ^ int(item[other])
+    return acc
+
+
+def _import(impl: str) -> None:
+    """Pay the library's import (torch included) before any timer starts."""
+    if impl == "litdata":
+        import litdata  # noqa: F401
+    else:
+        from streaming import LocalDataset, MDSWriter  # noqa: F401
+
+
+def _fresh_write(write: Callable[[str, int, str], None], workload: str, n: int,
+                 out: str) -> dict[str, float]:
+    """One timed write into an empty dir, after flushing earlier dirty pages (same for all)."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.sync()
+    return _timed(lambda: write(workload, n, out))
+
+
+def run(impl: str, workload: str, n: int, out: str, repeat: int, random_reads: bool) -> dict:
+    _, key, other = WORKLOADS[workload]
+    _import(impl)
+    make_inputs(workload, n)
+    write, open_ = (litdata_write, litdata_open) if impl == "litdata" else \
+        (streaming_write, streaming_open)
+    result: dict[str, Any] = {"n": n}
+    # litdata's write is context only (no target): once is enough and saves a minute.
+    writes = 1 if impl == "litdata" else repeat
+    result["write"] = _best([_fresh_write(write, workload, n, out) for _ in range(writes)])
+    _INPUTS.clear()
+    warm(out)
+    result["read"] = _best([_timed(lambda: _read_all(open_(out), key, other))
+                            for _ in range(repeat)])
+    result["len"] = len(open_(out))
+    if random_reads:
+        dataset = open_(out)
+        rng = np.random.default_rng(99)
+        indices = rng.integers(0, n, min(RANDOM_READS, n)).tolist()
+        dataset[indices[0]]  # open lazily-created handles outside the timed region, for all
+        result["random"] = _best([_timed(lambda: _read_at(dataset, key, other, indices))
+                                  for _ in range(repeat)])
+        result["random"]["n"] = len(indices)
+    return result
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    result = run(spec["impl"], spec["workload"], spec["n"], spec["out"], spec["repeat"],
+                 spec["random"])
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
