@@ -215,6 +215,8 @@ class MDSReader(JointReader):
             if coder.fixed_dtype is not None and coder.size == size:
                 values.append(coder.decode_many(rows[:, pos:pos + size]))
             else:
-                decode = coder.decode
-                values.append([decode(view[a:a + size]) for a in (starts + pos).tolist()])
+                # Lazily, row by row: decoding a whole block of large values up front (4096 x
+                # 100 KB) would copy them far ahead of use and out of the CPU caches.
+                values.append(map(coder.decode, [view[a:a + size] for a in
+                                                 (starts + pos).tolist()]))
         return (dict(zip(names, row)) for row in zip(*values))
