@@ -1,0 +1,20 @@
+"""Old import path `streaming.base.partition`: aliases of `streaming.order.partition`."""
+
+from __future__ import annotations
+
+from streaming.base.partition import orig, relaxed
+from streaming.order.partition import (
+    algos,
+    get_partitions,
+    get_partitions_orig,
+    get_partitions_relaxed,
+)
+
+__all__ = [
+    "algos",
+    "get_partitions",
+    "get_partitions_orig",
+    "get_partitions_relaxed",
+    "orig",
+    "relaxed",
+]

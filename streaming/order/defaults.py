@@ -1,0 +1,102 @@
+"""Lazily resolved defaults and the constructor checks of the order-related arguments.
+
+The reference decides `num_canonical_nodes` and `shuffle_block_size` at the first `__iter__` /
+`state_dict` (when the world is known) and `predownload` at construction; these pure functions
+make the same decisions, and the `check_*` functions raise the reference's errors verbatim.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = [
+    "BATCHING_METHODS", "SAMPLING_METHODS", "check_batching_method", "check_epoch_size",
+    "check_sampling_granularity", "check_sampling_method", "check_shuffle_seed",
+    "resolve_num_canonical_nodes", "resolve_predownload", "resolve_shuffle_block_size",
+]
+
+SAMPLING_METHODS = ('balanced', 'fixed')
+BATCHING_METHODS = ('random', 'stratified', 'per_stream', 'device_per_stream')
+
+# Shuffles whose units are whole shards: they want many canonical nodes per physical node.
+_SHARD_SHUFFLES = ('py1s', 'py2s')
+
+
+def resolve_num_canonical_nodes(num_canonical_nodes: int | None, shuffle_algo: str,
+                                num_physical_nodes: int) -> int:
+    """`num_canonical_nodes`, or its default: 64 per physical node for py1s/py2s, else 1.
+
+    A given value (any truthy one) is kept; `None` and 0 take the default.
+    """
+    if num_canonical_nodes:
+        return num_canonical_nodes
+    if shuffle_algo in _SHARD_SHUFFLES:
+        return 64 * num_physical_nodes
+    return num_physical_nodes
+
+
+def resolve_shuffle_block_size(shuffle_block_size: int | None,
+                               num_canonical_nodes: int | None) -> int:
+    """`shuffle_block_size`, or its default `max(4_000_000 // ncn, 1 << 18)` (`1 << 18` if no
+    ncn)."""
+    if shuffle_block_size is not None:
+        return shuffle_block_size
+    if num_canonical_nodes is None:
+        return 1 << 18
+    return max(4_000_000 // num_canonical_nodes, 1 << 18)
+
+
+def resolve_predownload(predownload: int | None, batch_size: int | None) -> int | None:
+    """`predownload`, or its default `8 * batch_size` (64 without a batch size).
+
+    Warns (UserWarning) when a given `predownload` is below `batch_size`.
+    """
+    if predownload is not None and batch_size is not None and predownload < batch_size:
+        warnings.warn(f'predownload < batch_size ({predownload} < {batch_size}).This may result '
+                      f'in slower batch time. Recommendation is to set predownload to at-least '
+                      f'batch_size.', stacklevel=2)
+        return predownload
+    if predownload is None:
+        return 8 * batch_size if batch_size is not None else 64
+    return predownload
+
+
+def check_sampling_method(sampling_method: str) -> None:
+    """Raises: ValueError: not `balanced` or `fixed`."""
+    if sampling_method not in SAMPLING_METHODS:
+        raise ValueError(f'Invalid sampling method: {sampling_method}. Must be one of `balanced` '
+                         f'or `fixed`.')
+
+
+def check_sampling_granularity(sampling_granularity: int) -> None:
+    """Raises: ValueError: not positive."""
+    if sampling_granularity <= 0:
+        raise ValueError(f'`sampling_granularity` must be a positive integer, but got: '
+                         f'{sampling_granularity}.')
+
+
+def check_batching_method(batching_method: str) -> None:
+    """Raises: ValueError: not one of the four batching methods."""
+    if batching_method not in BATCHING_METHODS:
+        raise ValueError(f'Invalid batching method: {batching_method}. Must be one of `random`, '
+                         f'`stratified`, `per_stream`, or `device_per_stream`.')
+
+
+def check_shuffle_seed(shuffle_seed: int) -> None:
+    """Raises: ValueError: negative."""
+    if shuffle_seed < 0:
+        raise ValueError(f'`shuffle_seed` must be a non-negative integer, but got: '
+                         f'{shuffle_seed}.')
+
+
+def check_epoch_size(epoch_size: int | None) -> int | None:
+    """An already-parsed `epoch_size` (None and 0 both mean "not given" and become None).
+
+    Raises:
+        ValueError: negative.
+    """
+    if not epoch_size:
+        return None
+    if epoch_size < 0:
+        raise ValueError(f'Epoch size cannot be negative. Received {epoch_size}.')
+    return epoch_size

@@ -1,0 +1,95 @@
+"""Partitions: which (big) sample ids each physical node, rank, worker and batch gets.
+
+`get_partitions` is the reference's dispatcher (`streaming.base.partition`); `partition` is the
+same with an optional id `table` composed in, so a shuffled, resampled epoch is laid out in one
+pass instead of three `where` passes. Algorithms register in `algos` by their config name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streaming.order.partition import orig, relaxed
+from streaming.order.partition.orig import Table, get_partitions_orig, partition_orig
+from streaming.order.partition.relaxed import get_partitions_relaxed, partition_relaxed
+
+__all__ = ["Table", "algos", "get_partitions", "get_partitions_orig", "get_partitions_relaxed",
+           "orig", "partition", "relaxed"]
+
+logger = logging.getLogger(__name__)
+
+algos: dict[str, Callable[..., NDArray[np.int64]]] = {
+    'orig': get_partitions_orig,
+    'relaxed': get_partitions_relaxed,
+}
+
+_TABLE_ALGOS: dict[str, Callable[..., NDArray[np.int64]]] = {
+    'orig': lambda *args, table: partition_orig(*args[:7], table=table),
+    'relaxed': partition_relaxed,
+}
+
+_NAMES = ('num_samples', 'num_canonical_nodes', 'num_physical_nodes', 'ranks_per_node',
+          'workers_per_rank', 'batch_size', 'drop_first')
+
+
+def _check_not_negative(values: tuple[int, ...]) -> None:
+    """Reject negative sizes up front (the reference returns garbage or fails inside numpy)."""
+    for name, value in zip(_NAMES, values):
+        if value < 0:
+            raise ValueError(f'`{name}` must be non-negative, but got: {value}.')
+
+
+def _check_resumable(num_samples: int, num_physical_nodes: int, ranks_per_node: int,
+                     drop_first: int) -> None:
+    world_size = ranks_per_node * num_physical_nodes
+    num_repeated_samples = world_size - (num_samples % world_size)
+    if num_samples + num_repeated_samples < drop_first:
+        raise ValueError(f'Resuming further into the dataset ({drop_first}) than it has samples '
+                         f'({num_samples})')
+
+
+def partition(algo: str, num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
+              ranks_per_node: int, workers_per_rank: int, batch_size: int, drop_first: int = 0,
+              initial_physical_nodes: int | None = None, *,
+              table: Table = None) -> NDArray[np.int64]:
+    """Partition `table[0:num_samples]` (the ids themselves when `table` is None).
+
+    `table` may be a zero-argument callable; it is called once, after every check that can fail
+    has passed, so errors surface in the reference's order (partition before shuffle).
+
+    Returns exactly `where(p != -1, table[p], -1)` for `p = get_partitions(...)`.
+
+    Raises:
+        KeyError: unknown `algo`.
+        ValueError: resuming past the end, negative sizes, or node counts that cannot be striped.
+        ZeroDivisionError: a zero node, rank, worker or batch count (as the reference does).
+    """
+    sizes = (num_samples, num_canonical_nodes, num_physical_nodes, ranks_per_node,
+             workers_per_rank, batch_size, drop_first)
+    _check_not_negative(sizes)
+    _check_resumable(num_samples, num_physical_nodes, ranks_per_node, drop_first)
+    get = _TABLE_ALGOS[algo]
+    return get(*(int(x) for x in sizes), initial_physical_nodes, table=table)
+
+
+def get_partitions(algo: str, num_samples: int, num_canonical_nodes: int,
+                   num_physical_nodes: int, ranks_per_node: int, workers_per_rank: int,
+                   batch_size: int, drop_first: int = 0,
+                   initial_physical_nodes: int | None = None) -> NDArray[np.int64]:
+    """Sample ids per `(physical node, rank, worker, batch, slot)`, -1 for padding.
+
+    The order depends only on `num_canonical_nodes` (and the initial node count for `relaxed`),
+    not on the physical world: read in traversal order (`out.transpose(3, 2, 0, 1, 4)`, one
+    row of `P * R * B` per worker round), every world walks the same sample sequence, up to the
+    order inside each round and the padding at the end.
+
+    Raises:
+        KeyError: unknown `algo`.
+        ValueError: see `partition`.
+    """
+    return partition(algo, num_samples, num_canonical_nodes, num_physical_nodes, ranks_per_node,
+                     workers_per_rank, batch_size, drop_first, initial_physical_nodes)

@@ -1,0 +1,77 @@
+"""The `orig` partition: stripe canonical nodes' sample ranges over physical nodes and ranks.
+
+Reproduces `streaming.base.partition.orig.get_partitions_orig` element for element (spec §6.1)
+without materialising the reference's intermediate copies: each physical node's sequence is read
+straight from the (optionally shuffled) id table and laid out into the output. Pure numpy.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streaming.order.partition.canon import CanonicalMatrix, Table
+from streaming.order.partition.layout import batches_per_worker, lay_out_node, rank_padding
+
+__all__ = ["Table", "get_partitions_orig", "partition_orig"]
+
+logger = logging.getLogger(__name__)
+
+_DIVISIBILITY = ('Either canonical or physical nodes must be evenly divisible by the other, '
+                 'otherwise striping slices of shards over nodes may lead to each node '
+                 'downloading all shards')
+
+
+def check_nodes_divide(num_canonical_nodes: int, num_physical_nodes: int) -> None:
+    """Raise the reference's error unless one node count divides the other."""
+    if num_canonical_nodes < num_physical_nodes:
+        if num_physical_nodes % num_canonical_nodes:
+            raise ValueError(_DIVISIBILITY)
+    elif num_physical_nodes < num_canonical_nodes:
+        if num_canonical_nodes % num_physical_nodes:
+            raise ValueError(_DIVISIBILITY)
+
+
+def partition_orig(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
+                   ranks_per_node: int, workers_per_rank: int, batch_size: int,
+                   drop_first: int = 0, *, table: Table = None) -> NDArray[np.int64]:
+    """`orig` partition of `table[0:num_samples]` (or of the ids themselves when `table` is None).
+
+    Equal to `where(p != -1, table[p], -1)` for `p` the reference's partition, in one pass.
+
+    Returns:
+        C-contiguous int64 array `(P, R, W, batches per worker, B)`, -1 for padding.
+    """
+    check_nodes_divide(num_canonical_nodes, num_physical_nodes)
+    if drop_first % num_physical_nodes:
+        logger.warning('`drop_first` was not divisible by `num_physical_nodes`. Rounding it down '
+                       'to make it divisible.')
+        drop_first -= drop_first % num_physical_nodes
+    canon = CanonicalMatrix(num_samples, num_canonical_nodes, num_physical_nodes, table)
+    skip = drop_first // num_physical_nodes
+    node_len = max(canon.node_length(num_physical_nodes) - skip, 0)
+    pad = rank_padding(node_len, ranks_per_node)
+    num_batches = batches_per_worker(node_len + len(pad), ranks_per_node, workers_per_rank,
+                                     batch_size)
+    out = np.empty((num_physical_nodes, ranks_per_node, workers_per_rank, num_batches,
+                    batch_size), np.int64)
+    for node in range(num_physical_nodes):
+        def read(begin: int, end: int, node: int = node) -> NDArray[np.int64]:
+            return canon.read(node, num_physical_nodes, skip + begin, skip + end)
+        lay_out_node(read, node_len, pad, out[node])
+    return out
+
+
+def get_partitions_orig(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
+                        ranks_per_node: int, workers_per_rank: int, batch_size: int,
+                        drop_first: int = 0,
+                        initial_physical_nodes: int | None = None) -> NDArray[np.int64]:
+    """The reference's `get_partitions_orig` (`initial_physical_nodes` is ignored, as there).
+
+    Raises:
+        ValueError: canonical and physical node counts do not divide one another.
+    """
+    return partition_orig(num_samples, num_canonical_nodes, num_physical_nodes, ranks_per_node,
+                          workers_per_rank, batch_size, drop_first)

@@ -1,0 +1,57 @@
+"""The reference's import paths (`streaming.base.*`) are aliases of our modules (spec §1)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+ALIASES = [
+    ('streaming.base.world', 'World', 'streaming.order.world'),
+    ('streaming.base.sampling', 'get_sampling', 'streaming.order.sampling'),
+    ('streaming.base.partition', 'get_partitions', 'streaming.order.partition'),
+    ('streaming.base.partition', 'algos', 'streaming.order.partition'),
+    ('streaming.base.partition.orig', 'get_partitions_orig', 'streaming.order.partition.orig'),
+    ('streaming.base.partition.relaxed', 'get_partitions_relaxed',
+     'streaming.order.partition.relaxed'),
+    ('streaming.base.shuffle', 'get_shuffle', 'streaming.order.shuffle'),
+    ('streaming.base.shuffle', 'algos', 'streaming.order.shuffle'),
+    ('streaming.base.shuffle.py1s', 'divide_spans', 'streaming.order.shuffle.py1s'),
+    ('streaming.base.batching', 'generate_work', 'streaming.order.batching'),
+    ('streaming.base.batching', 'batching_methods', 'streaming.order.batching'),
+    ('streaming.base.batching.random', 'generate_work_random_batching',
+     'streaming.order.batching.random'),
+    ('streaming.base.batching.stratified', 'generate_work_stratified_batching',
+     'streaming.order.batching.stratified'),
+    ('streaming.base.batching.per_stream', 'generate_work_per_stream_batching',
+     'streaming.order.batching.per_stream'),
+    ('streaming.base.batching.device_per_stream', 'generate_work_device_per_stream_batching',
+     'streaming.order.batching.device_per_stream'),
+] + [('streaming.base.shuffle', f'get_shuffle_{a}', f'streaming.order.shuffle.{a}')
+     for a in ('naive', 'py1s', 'py2s', 'py1br', 'py1e', 'py1b')] + [
+    ('streaming.base.distributed', name, 'streaming.distributed')
+    for name in ('get_rank', 'get_world_size', 'get_local_rank', 'get_local_world_size',
+                 'barrier', 'broadcast', 'all_gather', 'all_gather_object', 'maybe_init_dist')]
+
+
+@pytest.mark.parametrize(('old', 'name', 'new'), ALIASES)
+def test_alias_is_the_real_object(old: str, name: str, new: str) -> None:
+    assert getattr(importlib.import_module(old), name) is getattr(importlib.import_module(new),
+                                                                  name)
+
+
+def test_registries_name_the_reference_algorithms() -> None:
+    from streaming.base.batching import batching_methods
+    from streaming.base.partition import algos as partitions
+    from streaming.base.shuffle import algos as shuffles
+    assert set(partitions) == {'orig', 'relaxed'}
+    assert set(shuffles) == {'naive', 'py1s', 'py2s', 'py1br', 'py1e', 'py1b'}
+    assert set(batching_methods) == {'random', 'stratified', 'per_stream', 'device_per_stream'}
+
+
+def test_planner_imports_without_torch() -> None:
+    code = ('import sys, streaming.order, streaming.base.batching, streaming.base.world, '
+            'streaming.distributed; assert "torch" not in sys.modules')
+    subprocess.run([sys.executable, '-c', code], check=True)

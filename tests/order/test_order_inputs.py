@@ -1,0 +1,184 @@
+"""Bad inputs: the reference's exception types and messages, never a hang or a silent repeat."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from order_fakes import fake_dataset
+
+from streaming.order import World, generate_work, get_partitions, get_shuffle
+from streaming.order.defaults import (
+    check_batching_method,
+    check_epoch_size,
+    check_sampling_granularity,
+    check_sampling_method,
+    check_shuffle_seed,
+    resolve_num_canonical_nodes,
+    resolve_predownload,
+    resolve_shuffle_block_size,
+)
+from streaming.order.sampling import get_sampling
+from streaming.order.weighting import StreamWeights, apply_weights, check_stream_weights
+
+W1 = World(1, 1, 1, 0)
+
+
+@pytest.mark.parametrize('position', range(1, 8))
+def test_negative_partition_sizes_are_rejected(position: int) -> None:
+    args = ['orig', 100, 2, 2, 2, 2, 2, 0]
+    args[position] = -1
+    with pytest.raises(ValueError, match='must be non-negative, but got: -1'):
+        get_partitions(*args)
+
+
+@pytest.mark.filterwarnings('ignore::UserWarning')
+@pytest.mark.parametrize(('args', 'error', 'message'), [
+    (('orig', 100, 0, 1, 1, 1, 1), ZeroDivisionError, 'integer modulo by zero'),
+    (('orig', 100, 1, 0, 1, 1, 1), ZeroDivisionError, 'integer modulo by zero'),
+    (('orig', 100, 1, 1, 0, 1, 1), ZeroDivisionError, 'integer modulo by zero'),
+    (('orig', 100, 1, 1, 1, 0, 1), ZeroDivisionError, 'integer modulo by zero'),
+    (('orig', 100, 1, 1, 1, 1, 0), ZeroDivisionError, 'division by zero'),
+    (('orig', 0, 1, 1, 1, 1, 1), ZeroDivisionError, 'integer division or modulo by zero'),
+    (('orig', 100, 3, 2, 1, 1, 1), ValueError, 'Either canonical or physical nodes must be'),
+    (('orig', 100, 2, 1, 1, 1, 1, 102), ValueError,
+     r'Resuming further into the dataset \(102\) than it has samples \(100\)'),
+    (('relaxed', 100, 2, 3, 2, 1, 1, 0, 2), ValueError,
+     'A global batch size of 6 is not evenly divisible by the initial total number of devices'),
+    (('orig', 16, 8, 32, 1, 1, 1), ValueError,
+     r'could not broadcast input array from shape \(8,0\) into shape \(8,2\)'),
+    (('nope', 100, 1, 1, 1, 1, 1), KeyError, 'nope'),
+])
+def test_partition_errors(args: tuple, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        get_partitions(*args)
+
+
+def test_partition_warns_instead_of_silent_repeats() -> None:
+    with pytest.warns(UserWarning, match='Trying to partition 3 samples over 4 canonical nodes'):
+        get_partitions('orig', 3, 4, 1, 1, 1, 1)
+    with pytest.warns(UserWarning, match='Attempting to partition 3 samples per physical node'):
+        work = get_partitions('orig', 3, 1, 1, 8, 1, 1)  # epoch smaller than the world
+    assert sorted(set(work.reshape(-1).tolist())) == [0, 1, 2]
+
+
+def test_shuffle_errors() -> None:
+    with pytest.raises(KeyError):
+        get_shuffle('py3x', np.array([5]), 1, 0, 0)
+    with pytest.raises(ValueError, match='number of samples assigned to a canonical node is 0'):
+        get_shuffle('py1e', np.array([1], np.int64), 2, 0, 0)
+    with pytest.warns(UserWarning, match='^Shuffle block size was smaller than shard size'):
+        get_shuffle('py1e', np.array([50, 50], np.int64), 1, 0, 0, 10)
+
+
+@pytest.mark.parametrize(('args', 'message'), [
+    ((-1, 1, 0, 0), '`choose` must be a non-negative integer, but got: -1.'),
+    ((5, 0, 0, 0), '`granularity` must be a positive integer, but got: 0.'),
+    ((5, 1, -2, 0), '`seed` must be a non-negative integer, but got: -2.'),
+    ((5, 1, 0, -1), '`epoch` must be a non-negative integer, but got: {epoch}.'),
+])
+def test_sampling_errors(args: tuple, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        get_sampling(np.array([3, 4]), *args, True)
+    assert str(info.value) == message
+
+
+def test_weight_errors() -> None:
+    with pytest.raises(ValueError, match='^At most one of `proportion`, `repeat`, and `choose`'):
+        check_stream_weights(1.0, 2.0, None)
+    with pytest.raises(ValueError, match='^`repeat` must be non-negative$'):
+        check_stream_weights(None, -1.0, None)
+    samples = np.array([5, 9])
+    with pytest.raises(ValueError, match=r'at most one of .* \(error in stream 1\)'):
+        apply_weights([StreamWeights(), StreamWeights(1.0, 2.0)], samples, None, 0)
+    with pytest.raises(ValueError, match=r'^Relative .* incompatible .* \(error in stream 1\)$'):
+        apply_weights([StreamWeights(proportion=1), StreamWeights(choose=3)], samples, None, 0)
+    with pytest.raises(ValueError, match='^Only provide `choose` when weighting streams rel'):
+        apply_weights([StreamWeights(repeat=1), StreamWeights(choose=3)], samples, 5, 0)
+    for size in (None, 2, 7):  # 2 streams, 2 samples: the reference would silently go wrong
+        with pytest.raises(ValueError, match='^Cannot take a larger sample than population'):
+            apply_weights([StreamWeights(proportion=0.0)] * 2, samples, size, 0)
+
+
+def test_apply_weights_examples() -> None:
+    samples = np.full(4, 2)
+    derived, size = apply_weights([StreamWeights(choose=c) for c in (0, 2, 4, 6)], samples,
+                                  None, 0)
+    assert size == 12
+    assert [(float(w.proportion), float(w.repeat), int(w.choose)) for w in derived] == [
+        (i / 6, i, 2 * i) for i in range(4)]
+    derived, size = apply_weights([StreamWeights(proportion=1)] * 4, samples, None, 0)
+    assert size == 8 and {(w.proportion, w.repeat, w.choose) for w in derived} == {(0.25, 1, 2)}
+
+
+def test_batching_errors() -> None:
+    two = [[5, 1], [5, 4]]
+    dataset = fake_dataset(two, [{'proportion': 0.02}, {'proportion': 0.98}], epoch_size=100,
+                           batch_size=2)
+    with pytest.raises(ValueError, match='^Number of samples for stream 0 is 0 because the por'):
+        generate_work('stratified', dataset, W1, 0, 0)
+    small = fake_dataset(two, batch_size=8)
+    with pytest.raises(ValueError, match='^Stream with index 0 does not have an adequate number '
+                                         'of samples to construct a complete global batch'):
+        generate_work('per_stream', small, W1, 0, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        with pytest.raises(ValueError, match='^Stream with index 0 does not have an adequate '
+                                             'number of samples to construct even a single'):
+            generate_work('device_per_stream', fake_dataset(two, batch_size=9), W1, 0, 0)
+    odd = fake_dataset(two, batch_size=1, num_canonical_nodes=3)
+    with pytest.raises(ValueError, match='^For `device_per_stream` batching, num_canonical_nod'):
+        generate_work('device_per_stream', odd, World(2, 1, 1, 0), 0, 0)
+    tiny = fake_dataset(two, batch_size=1, shuffle=True, shuffle_block_size=1)
+    with pytest.raises(ValueError, match='^Samples from stream 0 are not being used. Please'):
+        generate_work('device_per_stream', tiny, W1, 0, 0)
+    with pytest.raises(KeyError):
+        generate_work('diagonal', small, W1, 0, 0)
+
+
+def test_dataset_preconditions() -> None:
+    dataset = fake_dataset([[5] * 6], batch_size=4)
+    dataset.num_canonical_nodes = None
+    with pytest.raises(RuntimeError, match='^`num_canonical_nodes` can never be None'):
+        generate_work('random', dataset, W1, 0, 0)
+    dataset = fake_dataset([[5] * 6])
+    with pytest.raises(ValueError, match='^Please pass `batch_size` to StreamingDataset'):
+        generate_work('random', dataset, W1, 0, 0)
+    dataset = fake_dataset([[5] * 6], batch_size=4, shuffle=True)
+    dataset.shuffle_block_size = None
+    with pytest.raises(TypeError, match="^Dataset `shuffle_block_size` must be an integer. Got "
+                                        "<class 'NoneType'> instead.$"):
+        generate_work('random', dataset, W1, 0, 0)
+
+
+def test_defaults() -> None:
+    assert resolve_num_canonical_nodes(None, 'py1e', 3) == 3
+    assert resolve_num_canonical_nodes(0, 'py1s', 2) == 128
+    assert resolve_num_canonical_nodes(None, 'py2s', 1) == 64
+    assert resolve_num_canonical_nodes(5, 'py1s', 1) == 5
+    assert resolve_shuffle_block_size(None, 1) == 4_000_000
+    assert resolve_shuffle_block_size(None, 64) == 1 << 18
+    assert resolve_shuffle_block_size(None, None) == 1 << 18
+    assert resolve_shuffle_block_size(10, 8) == 10
+    assert resolve_predownload(None, 4) == 32 and resolve_predownload(None, None) == 64
+    with pytest.warns(UserWarning, match=r'^predownload < batch_size \(2 < 4\)\.This may result '
+                                         'in slower batch time. Recommendation is to set'):
+        assert resolve_predownload(2, 4) == 2
+
+
+def test_constructor_checks() -> None:
+    with pytest.raises(ValueError, match='^Invalid sampling method: x. Must be one of `balanced` '
+                                         'or `fixed`.$'):
+        check_sampling_method('x')
+    with pytest.raises(ValueError, match='^`sampling_granularity` must be a positive integer, '
+                                         'but got: 0.$'):
+        check_sampling_granularity(0)
+    with pytest.raises(ValueError, match='^Invalid batching method: y. Must be one of `random`, '
+                                         '`stratified`, `per_stream`, or `device_per_stream`.$'):
+        check_batching_method('y')
+    with pytest.raises(ValueError, match='^`shuffle_seed` must be a non-negative integer'):
+        check_shuffle_seed(-1)
+    with pytest.raises(ValueError, match='^Epoch size cannot be negative. Received -5.$'):
+        check_epoch_size(-5)
+    assert check_epoch_size(0) is None and check_epoch_size(7) == 7
