@@ -95,6 +95,7 @@ def get_shuffle_py1e(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, s
     keys = np.empty(largest, np.uint64)
     grid = np.arange(largest, dtype=np.float64)
     low, high = int(0.75 * block_size), int(1.25 * block_size)
+    value_bits = max(int(num_samples - 1).bit_length(), 1)
     too_small = False
     offset = 0
     for node, (first, end) in enumerate(zip(bounds[:-1], bounds[1:])):
@@ -109,7 +110,7 @@ def get_shuffle_py1e(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, s
         locate = _locator(values[:total], node_begins, node_sizes_,
                           np.cumsum(node_sizes_) - node_sizes_)
         sort_by_positions(positions[:total], values[:total], ids[offset:offset + total], keys,
-                          locate)
+                          locate, value_bits=value_bits)
         offset += total
     if too_small:
         warnings.warn(_SMALL_BLOCK, stacklevel=2)

@@ -59,7 +59,7 @@ def _pack(positions: NDArray[np.float64], payload: NDArray[np.uint64], payload_b
 def sort_by_positions(positions: NDArray[np.float64], values: NDArray[np.int64],
                       out: NDArray[np.int64], keys: NDArray[np.uint64],
                       locate: Callable[[NDArray[np.int64]], NDArray[np.int64]],
-                      index: NDArray[np.uint64] | None = None) -> None:
+                      index: NDArray[np.uint64] | None = None, value_bits: int = 0) -> None:
     """Write `values[numpy.argsort(positions)]` into `out`.
 
     Args:
@@ -69,10 +69,12 @@ def sort_by_positions(positions: NDArray[np.float64], values: NDArray[np.int64],
         keys: uint64 scratch of at least the same length.
         locate: Maps some of `values` to their indices in `values` (for collisions only).
         index: Optional `arange` as uint64 of at least the same length, to reuse.
+        value_bits: Bits that hold every value, if the caller knows (else measured).
     """
     n = len(positions)
     position_bits = int(n).bit_length() + 1
-    value_bits = max(int(values.max()).bit_length(), 1) if n else 1
+    if not value_bits:
+        value_bits = max(int(values.max()).bit_length(), 1) if n else 1
     index_bits = max(int(n - 1).bit_length(), 1)
     keys = keys[:n]
     if n >= _SMALL and 64 - value_bits - position_bits >= _MIN_VALUE_FRACTION_BITS:
