@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Checkpoint", "encode_checkpoint", "decode_checkpoint", "RESUME_BYTES",
-           "default_num_canonical_nodes", "default_shuffle_block_size"]
+__all__ = ["Checkpoint", "encode_checkpoint", "decode_checkpoint", "RESUME_BYTES"]
 
 RESUME_BYTES = mmap.PAGESIZE
 
@@ -70,15 +69,3 @@ def decode_checkpoint(page: np.ndarray) -> Checkpoint | None:
         shuffle_seed=int(obj["shuffle_seed"]),
         initial_physical_nodes=obj.get("initial_physical_nodes"),
     )
-
-
-def default_num_canonical_nodes(shuffle_algo: str, num_physical_nodes: int) -> int:
-    """The reference's default: 64 per node for the intra-shard shuffles, else one per node."""
-    return 64 * num_physical_nodes if shuffle_algo in ("py1s", "py2s") else num_physical_nodes
-
-
-def default_shuffle_block_size(num_canonical_nodes: int | None) -> int:
-    """The reference's default block: about 4M samples split over canonical nodes, >= 2**18."""
-    if num_canonical_nodes is None:
-        return 1 << 18
-    return max(4_000_000 // num_canonical_nodes, 1 << 18)

@@ -10,13 +10,19 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from streaming.order.defaults import (
+    check_batching_method,
+    check_epoch_size,
+    check_sampling_granularity,
+    check_sampling_method,
+    check_shuffle_seed,
+    resolve_predownload,
+)
 from streaming.units import bytes_to_int, number_abbrev_to_int
 
 __all__ = ["DatasetConfig", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 60.0
-_SAMPLING_METHODS = ("balanced", "fixed")
-_BATCHING_METHODS = ("random", "stratified", "per_stream", "device_per_stream")
 
 
 @dataclass(frozen=True)
@@ -57,25 +63,10 @@ class DatasetConfig:
             raise ValueError(
                 "You must provide either `streams` or `remote`/`local`, but not both."
             )
-        if self.sampling_method not in _SAMPLING_METHODS:
-            raise ValueError(
-                f"Invalid sampling method: {self.sampling_method}. Must be one of `balanced` or "
-                "`fixed`."
-            )
-        if self.sampling_granularity <= 0:
-            raise ValueError(
-                "`sampling_granularity` must be a positive integer, but got: "
-                f"{self.sampling_granularity}."
-            )
-        if self.batching_method not in _BATCHING_METHODS:
-            raise ValueError(
-                f"Invalid batching method: {self.batching_method}. Must be one of `random`, "
-                "`stratified`, `per_stream`, or `device_per_stream`."
-            )
-        if self.shuffle_seed < 0:
-            raise ValueError(
-                f"`shuffle_seed` must be a non-negative integer, but got: {self.shuffle_seed}."
-            )
+        check_sampling_method(self.sampling_method)
+        check_sampling_granularity(self.sampling_granularity)
+        check_batching_method(self.batching_method)
+        check_shuffle_seed(self.shuffle_seed)
         if self.batch_size is not None and self.batch_size <= 0:
             raise ValueError(f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
         if self.num_canonical_nodes is not None and self.num_canonical_nodes < 0:
@@ -83,32 +74,21 @@ class DatasetConfig:
                 "`num_canonical_nodes` must be a positive integer, but got: "
                 f"{self.num_canonical_nodes}."
             )
-        if (self.predownload is not None and self.batch_size is not None
-                and self.predownload < self.batch_size):
-            warnings.warn(
-                f"predownload < batch_size ({self.predownload} < {self.batch_size}).This may "
-                "result in slower batch time. Recommendation is to set predownload to at-least "
-                "batch_size.",
-                UserWarning,
-                stacklevel=3,
-            )
+        resolve_predownload(self.predownload, self.batch_size)  # warns if below batch_size
 
     @property
     def resolved_predownload(self) -> int:
         """`predownload`, or the reference's default of 8 batches (64 without a batch size)."""
-        if self.predownload is not None:
-            return self.predownload
-        return 8 * self.batch_size if self.batch_size is not None else 64
+        with warnings.catch_warnings():  # already warned in `validate`
+            warnings.simplefilter("ignore")
+            return int(resolve_predownload(self.predownload, self.batch_size))
 
     @property
     def resolved_epoch_size(self) -> int | None:
         """The requested samples per epoch ("100k" style accepted), or None for "all"."""
         if not self.epoch_size:
             return None
-        value = number_abbrev_to_int(self.epoch_size)
-        if value < 0:
-            raise ValueError(f"Epoch size cannot be negative. Received {value}.")
-        return value
+        return check_epoch_size(number_abbrev_to_int(self.epoch_size))
 
     @property
     def resolved_cache_limit(self) -> int | None:
