@@ -22,13 +22,12 @@ from streaming.checkpoint import (
     RESUME_BYTES,
     Checkpoint,
     decode_checkpoint,
-    default_num_canonical_nodes,
-    default_shuffle_block_size,
     encode_checkpoint,
 )
 from streaming.config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.coord import open_namespace
 from streaming.iteration import iterate_with_prefetch
+from streaming.order.defaults import resolve_num_canonical_nodes, resolve_shuffle_block_size
 from streaming.order.world import World
 from streaming.registry import construct_from_registry
 from streaming.stream import Stream, streams_registry
@@ -259,11 +258,10 @@ class StreamingDataset(Array, IterableDataset):
         return decode_checkpoint(self._resume_page.numpy())
 
     def _resolve_defaults(self, num_physical_nodes: int) -> None:
-        if not self.num_canonical_nodes:
-            self.num_canonical_nodes = default_num_canonical_nodes(self.shuffle_algo,
-                                                                   num_physical_nodes)
-        if self.shuffle_block_size is None:
-            self.shuffle_block_size = default_shuffle_block_size(self.num_canonical_nodes)
+        self.num_canonical_nodes = resolve_num_canonical_nodes(
+            self.num_canonical_nodes, self.shuffle_algo, num_physical_nodes)
+        self.shuffle_block_size = resolve_shuffle_block_size(self.shuffle_block_size,
+                                                             self.num_canonical_nodes)
 
     def _resume(self, world: World, epoch: int) -> tuple[int, int]:
         """(epoch, samples to skip) for an epoch presumed to be `epoch`."""

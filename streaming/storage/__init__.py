@@ -1,8 +1,9 @@
 """Storage: one small interface (`Store`) over every URL scheme, and safe transfers above it.
 
 `open_store(url, **options)` resolves the scheme through `registry` and imports the backend on
-first use; `transfer.fetch` / `transfer.push` add retries, temp-file + rename and checks;
-`sink.RemoteSink` uploads a writer's files. Nothing here knows about shards, caches or torch.
+first use; `transfer.fetch` / `read` / `push` add retries, deadlines, temp-file + rename and
+checks; `sink.RemoteSink` uploads a writer's files; `testing` starts throwaway S3 servers.
+Nothing here knows about shards, caches or torch.
 """
 
 from __future__ import annotations

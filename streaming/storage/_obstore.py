@@ -2,8 +2,9 @@
 
 A subclass only builds the obstore store for its URL (`_connect`); this class maps the `Store`
 interface onto obstore's free functions and its errors onto `FileNotFoundError` /
-`PermissionError`. obstore's own retries are off by default so that the transfer layer is the
-one place that decides how often to try.
+`PermissionError`. Every I/O method is `forksafe` (obstore's runtime does not survive `fork`).
+obstore's own retries are off by default so that the transfer layer is the one place that
+decides how often to try.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Iterator, Literal, TypedDict
 import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
 
+from streaming.storage._forksafe import forksafe
 from streaming.storage.base import MeteredWriter, ProgressFn, Store
 
 __all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings"]
@@ -91,10 +93,12 @@ class ObstoreBackedStore(Store):
             return "denied"
         return super()._classify(err)
 
+    @forksafe
     def get(self, path: str) -> bytes:
         with self._errors(path):
             return bytes(obstore.get(self._client(), path).bytes())
 
+    @forksafe
     def get_range(self, path: str, start: int, end: int) -> bytes:
         if end <= start:
             return b""
@@ -108,36 +112,57 @@ class ObstoreBackedStore(Store):
                     return b""
                 raise
 
+    @forksafe
     def size(self, path: str) -> int:
         with self._errors(path):
             return int(obstore.head(self._client(), path)["size"])
 
+    @forksafe
     def iter_chunks(self, path: str) -> Iterator[bytes]:
         with self._errors(path):
             result = obstore.get(self._client(), path)
             for chunk in result.stream(min_chunk_size=_STREAM_CHUNK):
                 yield bytes(chunk)
 
+    @forksafe
     def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
                  deadline: float | None = None) -> int:
         threshold, part, workers = self._parallel
         with self._errors(path), open(local_path, "wb") as f:
             out = MeteredWriter(f, progress, deadline)
-            result = obstore.get(self._client(), path)
-            size = int(result.meta["size"])
-            if threshold and workers > 1 and size >= max(threshold, 2 * part):
-                return self._download_parts(path, result, out, size)
-            for chunk in result.stream(min_chunk_size=_STREAM_CHUNK):
-                out.write(memoryview(chunk))
-        return out.bytes_written
+            if not threshold or workers < 2:
+                for chunk in obstore.get(self._client(), path).stream(
+                        min_chunk_size=_STREAM_CHUNK):
+                    out.write(memoryview(chunk))
+                return out.bytes_written
+            first = self._get_head_part(path, part)
+            size = int(first.meta["size"])
+            return self._download_parts(path, first, out, size,
+                                        workers - 1 if size >= max(threshold, 2 * part) else 0)
 
-    def _download_parts(self, path: str, first: Any, out: MeteredWriter, size: int) -> int:
-        """Stream the first part from the open GET while ranged GETs fetch the rest.
+    def _get_head_part(self, path: str, part: int) -> Any:
+        """A GET of the first `part` bytes (all of a smaller object), which also tells the size.
 
-        Each part is written at its own offset, so the parts may finish in any order; the
-        deadline and progress go through `out` as for a streamed download.
+        Asking for one part rather than the whole object matters for egress: a whole-object GET
+        dropped after its first part has already pulled several MiB more into socket buffers.
         """
-        _, part, workers = self._parallel
+        try:
+            return obstore.get(self._client(), path, options={"range": (0, part)})
+        except GenericError as err:
+            if " 416 " not in str(err):
+                raise
+            # A zero-byte object has no range to serve; a plain GET returns it.
+            return obstore.get(self._client(), path)
+
+    def _download_parts(self, path: str, first: Any, out: MeteredWriter, size: int,
+                        threads: int) -> int:
+        """Stream the first part from its open GET while ranged GETs fetch the rest.
+
+        With `threads` > 0 the other parts download concurrently, each written at its own
+        offset, so they may finish in any order; with 0 they follow one by one. The deadline and
+        progress go through `out` as for a streamed download.
+        """
+        _, part, _ = self._parallel
         out.truncate(size)
         client = self._client()
 
@@ -154,8 +179,14 @@ class ObstoreBackedStore(Store):
                 raise ConnectionError(f"short range read of {self.url_for(path)} at {start}")
             out.write_at(memoryview(data), start)
 
-        with ThreadPoolExecutor(workers - 1, thread_name_prefix="shardstream-range") as pool:
-            futures = [pool.submit(fetch_part, start) for start in range(part, size, part)]
+        starts = range(part, size, part)
+        if not threads:
+            _write_first_part(first, out, min(part, size), self.url_for(path))
+            for start in starts:
+                fetch_part(start)
+            return size
+        with ThreadPoolExecutor(threads, thread_name_prefix="shardstream-range") as pool:
+            futures = [pool.submit(fetch_part, start) for start in starts]
             try:
                 _write_first_part(first, out, part, self.url_for(path))
                 for future in futures:
@@ -166,10 +197,12 @@ class ObstoreBackedStore(Store):
                 raise
         return size
 
+    @forksafe
     def upload(self, local_path: str, path: str) -> None:
         with self._errors(path):
             obstore.put(self._client(), path, Path(local_path))
 
+    @forksafe
     def list(self, prefix: str = "") -> list[str]:
         # obstore lists by directory; narrow to the string prefix ourselves.
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else None
@@ -183,10 +216,12 @@ class ObstoreBackedStore(Store):
 def _write_first_part(result: Any, out: MeteredWriter, part: int, url: str) -> None:
     """Copy the first `part` bytes of an open GET to offset 0, then drop the stream."""
     offset = 0
+    if part == 0:
+        return
     for chunk in result.stream(min_chunk_size=_STREAM_CHUNK):
         view = memoryview(chunk)[: part - offset]
         out.write_at(view, offset)
         offset += len(view)
         if offset >= part:
-            return  # ranged GETs fetch the rest; dropping the stream closes its connection
+            return  # the rest comes from ranged GETs
     raise ConnectionError(f"short read of {url}: {offset} of the first {part} bytes")

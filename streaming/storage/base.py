@@ -198,7 +198,8 @@ class Store(ABC):
         return f"Object {self.url_for(path)} not found."
 
     def denied(self, path: str, detail: object = "") -> AccessDeniedError:
-        extra = f": {detail}" if detail else ""
+        text = str(detail).split("<?xml", 1)[0].rstrip(": ")  # drop the server's XML body
+        extra = f": {text[:300]}" if text else ""
         return AccessDeniedError(f"Access denied to {self.url_for(path)}{extra}")
 
     def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:

@@ -17,6 +17,7 @@ import obstore
 from obstore.exceptions import GenericError, UnauthenticatedError
 from obstore.store import S3Store as _ObstoreS3
 
+from streaming.storage._forksafe import forksafe
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
 from streaming.storage.base import split_url
 from streaming.storage.messages import s3_not_found
@@ -118,6 +119,7 @@ class S3Store(ObstoreBackedStore):
     def _not_found_message(self, path: str) -> str:
         return s3_not_found(self.url_for(path))
 
+    @forksafe
     def upload(self, local_path: str, path: str) -> None:
         if not self.canned_acl:
             return super().upload(local_path, path)
@@ -136,18 +138,23 @@ class S3Store(ObstoreBackedStore):
 
     # Reads fall back to unsigned requests once when no credentials were configured and the
     # credential chain (instance metadata etc.) failed: public buckets, as in the reference.
+    @forksafe
     def get(self, path: str) -> bytes:
         return self._unsigned_fallback(super().get, path)
 
+    @forksafe
     def get_range(self, path: str, start: int, end: int) -> bytes:
         return self._unsigned_fallback(super().get_range, path, start, end)
 
+    @forksafe
     def size(self, path: str) -> int:
         return self._unsigned_fallback(super().size, path)
 
+    @forksafe
     def download(self, path: str, local_path: str, **kwargs: Any) -> int:
         return self._unsigned_fallback(super().download, path, local_path, **kwargs)
 
+    @forksafe
     def list(self, prefix: str = "") -> list[str]:
         return self._unsigned_fallback(super().list, prefix)
 

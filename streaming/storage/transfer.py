@@ -1,10 +1,11 @@
 """Moving whole files between a `Store` and local disk, safely: the one place with retry policy.
 
 `fetch` downloads to a unique temp name beside the target, checks size and digest, and renames;
-on any failure the temp file is gone, so a later run never trusts half a shard. `push` uploads.
-Both retry transient errors with exponential backoff and jitter, never missing objects, denied
-access or a digest mismatch, and return facts (bytes, seconds, attempts); callers decide what
-those mean for caches and budgets. Every call is independent, so threads may run many at once.
+on any failure the temp file is gone, so a later run never trusts half a shard. `read` returns a
+small object's bytes (an index), `push` uploads. All retry transient errors with exponential
+backoff and jitter, never missing objects, denied access or a digest mismatch, bound every attempt
+by its timeout even when the server stalls, and finally fail with a `TransferError` naming the
+URL. They return facts (bytes, seconds, attempts); callers decide what those mean for caches.
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ from __future__ import annotations
 import logging
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from streaming.errors import HashMismatchError, StreamingError
 from streaming.storage.base import ProgressFn, Store, temp_name_for
 
-__all__ = ["TransferResult", "IncompleteTransferError", "fetch", "push", "is_retryable",
-           "call_with_retries"]
+__all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
+           "fetch", "read", "push", "is_retryable", "call_with_retries"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +38,25 @@ _FATAL: tuple[type[BaseException], ...] = (
 
 class IncompleteTransferError(StreamingError, ConnectionError):
     """Fewer (or more) bytes arrived than the caller expected; usually a cut connection."""
+
+
+class TransferError(StreamingError, ConnectionError):
+    """Every attempt failed with a transient error; names the URL, chains the last error."""
+
+
+class TransferTimeoutError(TransferError, TimeoutError):
+    """Every attempt failed and the last one ran out of time."""
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().split("\n", 1)[0]  # SDK errors append pages of debug detail
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _gave_up(what: str, attempts: int, err: Exception) -> TransferError:
+    kind = TransferTimeoutError if isinstance(err, TimeoutError) else TransferError
+    plural = "s" if attempts > 1 else ""
+    return kind(f"{what} failed after {attempts} attempt{plural}: {_first_line(err)}")
 
 
 @dataclass(frozen=True)
@@ -57,10 +78,12 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
     """Run `func` up to `retries` times in total; return its result and the attempts used.
 
     Sleeps ``backoff * 2**i + uniform(0, max_jitter)`` seconds between attempts, as the
-    reference's `retry` does, and re-raises the last error (or the first fatal one).
+    reference's `retry` does. A fatal error is re-raised as it is, at once.
 
     Raises:
         ValueError: ``num_attempts must be at-least 1`` when `retries` < 1 (reference message).
+        TransferError: ``<what> failed after N attempts: <last error>`` (a
+            `TransferTimeoutError` when the last attempt timed out), chaining the last error.
     """
     if retries < 1:
         raise ValueError("num_attempts must be at-least 1")
@@ -68,8 +91,10 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
         try:
             return func(), attempt
         except Exception as err:
-            if attempt == retries or not is_retryable(err):
+            if not is_retryable(err):
                 raise
+            if attempt == retries:
+                raise _gave_up(what, attempt, err) from err
             pause = backoff * 2 ** (attempt - 1) + random.uniform(0, max_jitter)
             logger.warning("%s failed (attempt %d of %d), retrying in %.2f s: %s", what,
                            attempt, retries, pause, err)
@@ -83,16 +108,58 @@ def _digest(algo: str, path: str) -> str:
     return hash_file(algo, path)
 
 
+def _within(timeout: float | None, call: Callable[[], T], what: str,
+            abandoned: Callable[[], None] = lambda: None) -> T:
+    """`call()`, or `TimeoutError` once `timeout` seconds pass, even if it is blocked.
+
+    A client blocked on a stalled socket cannot be interrupted from Python, so the call runs in a
+    daemon thread that is left behind on timeout; it ends at its next write (the deadline check)
+    or its client's read timeout, and then runs `abandoned` to clean up after itself.
+    """
+    if not timeout:
+        return call()
+    box: dict[str, Any] = {}
+    gave_up = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as err:  # noqa: BLE001 (handed to the waiting thread)
+            box["error"] = err
+        if gave_up.is_set():
+            abandoned()
+
+    worker = threading.Thread(target=run, name="shardstream-transfer", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        gave_up.set()
+        raise TimeoutError(f"{what} took longer than {timeout} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
 def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float | None,
                 hash_algo: str | None, expected_hash: str | None, expected_size: int | None,
                 progress: ProgressFn | None) -> int:
     tmp = temp_name_for(local_path)
     deadline = time.monotonic() + timeout if timeout else None
+    url = store.url_for(remote_path)
     try:
-        count = store.download(remote_path, tmp, progress=progress, deadline=deadline)
+        count = _within(
+            timeout, lambda: store.download(remote_path, tmp, progress=progress,
+                                            deadline=deadline),
+            f"Downloading {url}", abandoned=lambda: _remove(tmp))
         if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"Downloading {store.url_for(remote_path)} took longer than "
-                               f"{timeout} s")
+            raise TimeoutError(f"Downloading {url} took longer than {timeout} s")
         if expected_size is not None and count != expected_size:
             raise IncompleteTransferError(
                 f"Downloaded {count} bytes of {store.url_for(remote_path)}, expected "
@@ -101,8 +168,7 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
             raise HashMismatchError(f"Checksum failure: {local_path}")
         os.replace(tmp, local_path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        _remove(tmp)
         raise
     return count
 
@@ -133,7 +199,8 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
         FileNotFoundError: the object does not exist (not retried; names the URL).
         PermissionError: access was refused (not retried).
         HashMismatchError: ``Checksum failure: <local_path>`` (not retried).
-        Exception: the last transient error once `retries` attempts have failed.
+        TransferError: every attempt failed with a transient error (names the URL; a
+            `TransferTimeoutError` when the last attempt ran out of time).
     """
     os.makedirs(os.path.dirname(os.path.abspath(local_path)), exist_ok=True)
     start = time.monotonic()
@@ -144,6 +211,23 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
     return TransferResult(count, time.monotonic() - start, attempts)
 
 
+def read(store: Store, path: str, *, retries: int = 2, timeout: float | None = 60.0,
+         backoff: float = 1.0) -> bytes:
+    """The whole (small) object at `path`, with the retries and per-attempt timeout of `fetch`.
+
+    For metadata such as an index, read into memory rather than a file.
+
+    Raises:
+        FileNotFoundError: the object does not exist (not retried; names the URL).
+        PermissionError: access was refused (not retried).
+        TransferError: every attempt failed with a transient error (names the URL).
+    """
+    url = store.url_for(path)
+    data, _ = call_with_retries(lambda: _within(timeout, lambda: store.get(path), f"Reading {url}"),
+                                retries=retries, backoff=backoff, what=f"Reading {url}")
+    return data
+
+
 def push(store: Store, local_path: str, remote_path: str, *, retries: int = 2,
          backoff: float = 1.0) -> TransferResult:
     """Upload `local_path` to `remote_path` of `store`, retrying transient failures.
@@ -151,6 +235,7 @@ def push(store: Store, local_path: str, remote_path: str, *, retries: int = 2,
     Raises:
         FileNotFoundError: the local file is missing (not retried).
         PermissionError: the store refused the write (not retried).
+        TransferError: every attempt failed with a transient error (names the URL).
     """
     size = os.path.getsize(local_path)
     start = time.monotonic()

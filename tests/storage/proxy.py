@@ -35,6 +35,7 @@ class FaultProxy:
             raise ValueError("the proxy only forwards to loopback servers")
         self.upstream = upstream
         self.connections = 0
+        self.bytes_down = 0  # server-to-client bytes forwarded (headers included)
         self.default = Fault()
         self._queue: list[Fault] = []
         self._lock = threading.Lock()
@@ -55,6 +56,13 @@ class FaultProxy:
             self._queue.clear()
             self.default = default or Fault()
             self.connections = 0
+
+    def drop_all(self) -> None:
+        """Cut every open connection now (as a dying server would); new ones get the faults."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _close(sock)
 
     def _next_fault(self) -> Fault:
         with self._lock:
@@ -82,13 +90,14 @@ class FaultProxy:
             return
         with self._lock:
             self._sockets += [client, server]
-        up = threading.Thread(target=self._pump, args=(client, server, Fault()), daemon=True)
+        up = threading.Thread(target=self._pump, args=(client, server, Fault(), False),
+                              daemon=True)
         up.start()
-        self._pump(server, client, fault)
+        self._pump(server, client, fault, True)
         for sock in (client, server):
             _close(sock)
 
-    def _pump(self, src: socket.socket, dst: socket.socket, fault: Fault) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, fault: Fault, down: bool) -> None:
         sent = 0
         started = time.monotonic()
         try:
@@ -98,6 +107,9 @@ class FaultProxy:
                     break
                 if fault.kind in ("drop", "stall") and sent + len(data) > fault.after_bytes:
                     dst.sendall(data[: max(0, fault.after_bytes - sent)])
+                    if down:
+                        with self._lock:
+                            self.bytes_down += max(0, fault.after_bytes - sent)
                     if fault.kind == "stall":
                         self._closing.wait(fault.delay)
                     break
@@ -109,6 +121,9 @@ class FaultProxy:
                         time.sleep(ahead)
                 dst.sendall(data)
                 sent += len(data)
+                if down:
+                    with self._lock:
+                        self.bytes_down += len(data)
         except OSError:
             pass
         finally:

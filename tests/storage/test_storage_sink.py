@@ -11,6 +11,7 @@ import pytest
 from streaming.format.sink import SinkError, open_sink
 from streaming.storage import open_store
 from streaming.storage.sink import RemoteSink
+from streaming.storage.transfer import TransferError
 from tests.storage import recording
 from tests.storage.servers import Server
 
@@ -65,7 +66,9 @@ def test_failed_upload_raises_reference_error_and_skips_index(tmp_path: Any) -> 
     with pytest.raises(Exception, match="One of the threads failed") as info:
         sink.finish()
     assert isinstance(info.value, SinkError)
-    assert isinstance(info.value.__cause__, ConnectionResetError)
+    assert isinstance(info.value.__cause__, TransferError)  # names the URL and the attempts
+    assert "recording://sink-c/shard.00001.mds failed after 2 attempts" in str(info.value.__cause__)
+    assert isinstance(info.value.__cause__.__cause__, ConnectionResetError)
     assert sink.failed
     assert recording.ATTEMPTS["shard.00001.mds"] == 2
     assert "index.json" not in recording.EVENTS

@@ -9,13 +9,21 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import time
 from typing import Any, Iterator
 
 import pytest
 
 from streaming.errors import HashMismatchError
 from streaming.storage import Store, fetch, open_store, push
-from streaming.storage.transfer import IncompleteTransferError, call_with_retries, is_retryable
+from streaming.storage.transfer import (
+    IncompleteTransferError,
+    TransferError,
+    TransferTimeoutError,
+    call_with_retries,
+    is_retryable,
+    read,
+)
 from tests.storage.proxy import Fault, FaultProxy
 from tests.storage.servers import Server
 from tests.storage.doubles import CountingStore
@@ -90,6 +98,37 @@ def test_slow_transfer_hits_the_per_attempt_timeout(faulty: tuple[Store, FaultPr
     assert result.seconds > 0.5 and (tmp_path / "obj.bin").read_bytes() == DATA
 
 
+def test_stall_is_cut_by_the_attempt_timeout_not_the_read_timeout(
+        upstream: Server, tmp_path: Any) -> None:
+    """A server that stops sending mid-body costs one attempt's `timeout`, not the client's
+    (much longer) read timeout, and the final error names the URL."""
+    root = upstream.fresh_url()
+    upstream.seed(f"{root}/obj.bin", DATA)
+    proxy = FaultProxy(upstream.host_port)
+    try:
+        options = dict(upstream.options, read_timeout=60)
+        if upstream.name == "http":
+            url = root.replace(f":{upstream.host_port[1]}/", f":{proxy.port}/")
+        else:
+            url, options["endpoint"] = root, f"http://127.0.0.1:{proxy.port}"
+        store = open_store(url, **options)
+        proxy.reset(default=Fault("stall", after_bytes=100_000, delay=30))
+        started = time.monotonic()
+        with pytest.raises(TransferTimeoutError, match=r"obj\.bin failed after 2 attempts"):
+            fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=2, timeout=0.5,
+                  backoff=0.01)
+        assert time.monotonic() - started < 5
+        with pytest.raises(TransferTimeoutError, match=r"Reading .*obj\.bin"):
+            read(store, "obj.bin", retries=1, timeout=0.5)
+        time.sleep(0.2)  # the abandoned attempts clean up after themselves
+        assert _only(tmp_path) == []
+        proxy.reset()
+        proxy.drop_all()
+        assert read(store, "obj.bin", retries=2, timeout=20, backoff=0.01) == DATA
+    finally:
+        proxy.stop()
+
+
 def test_stalled_response_fails_by_read_timeout(faulty: tuple[Store, FaultProxy],
                                                 tmp_path: Any) -> None:
     store, proxy = faulty
@@ -98,6 +137,28 @@ def test_stalled_response_fails_by_read_timeout(faulty: tuple[Store, FaultProxy]
                    backoff=0.01)
     assert result.attempts == 2 and 1.2 < result.seconds < 15
     assert (tmp_path / "obj.bin").read_bytes() == DATA
+
+
+@pytest.mark.parametrize("size", [0, 700_000, 2_500_000, 6_000_000])
+def test_parallel_parts_pull_no_extra_bytes(moto_server: Server, tmp_path: Any,
+                                            size: int) -> None:
+    """Parts download over several connections, yet the wire carries the object once: the first
+    GET asks for one part only (a whole-object GET dropped early over-reads into buffers)."""
+    root = moto_server.fresh_url()
+    data = (DATA * 2)[:size]
+    moto_server.seed(f"{root}/obj.bin", data)
+    proxy = FaultProxy(moto_server.host_port)
+    try:
+        store = open_store(root, **dict(moto_server.options,
+                                        endpoint=f"http://127.0.0.1:{proxy.port}",
+                                        parallel_threshold=2_000_000, part_size=1 << 20))
+        result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=1, timeout=30)
+        assert result.bytes == size and (tmp_path / "obj.bin").read_bytes() == data
+        time.sleep(0.1)  # let the proxy threads account for the last bytes
+        parts = max(1, -(-size // (1 << 20)))
+        assert size <= proxy.bytes_down <= size + 2_000 * parts  # + response headers
+    finally:
+        proxy.stop()
 
 
 def test_hash_mismatch_is_not_retried(local_server: Server, tmp_path: Any) -> None:
@@ -118,8 +179,9 @@ def test_size_mismatch_is_retried_then_fails(local_server: Server, tmp_path: Any
     root = local_server.fresh_url()
     local_server.seed(f"{root}/x.bin", b"hello")
     store = CountingStore(open_store(root))
-    with pytest.raises(IncompleteTransferError, match="expected 6"):
+    with pytest.raises(TransferError, match=r"x\.bin failed after 2 attempts: .*expected 6") as info:
         fetch(store, "x.bin", str(tmp_path / "x.bin"), retries=2, expected_size=6, backoff=0)
+    assert isinstance(info.value.__cause__, IncompleteTransferError)
     assert store.downloads == 2 and _only(tmp_path) == []
 
 

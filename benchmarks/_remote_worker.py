@@ -1,0 +1,123 @@
+"""One timed cold-cache epoch from S3, one library (run by bench_remote.py, not a benchmark itself).
+
+Runs under the interpreter of the library measured (ours, the reference mosaicml-streaming or
+litdata), so it imports nothing from this repository. The S3 server comes from the environment
+(`S3_ENDPOINT_URL`, `AWS_*`), which ours and the reference read; litdata gets the same settings as
+its `storage_options` (boto3 client arguments). Prints `RESULT <json>` as its last stdout line.
+Also writes the litdata copy of the dataset (`"mode": "write_litdata"`), since only litdata's
+interpreter has litdata.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+TOKENS = 1024
+CHUNK_BYTES = 1 << 26  # the reference's default shard size; litdata gets the same chunk size
+_INPUTS: dict[str, Any] = {}  # module global so litdata's forked writer sees the inputs
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def tokens(n: int) -> np.ndarray:
+    """The benchmark's samples, identical in every process (seeded)."""
+    return np.random.default_rng(1234).integers(0, 50_000, (n, TOKENS), dtype=np.uint16)
+
+
+def touch(value: Any) -> int:
+    """Read every payload byte (xor over a uint64 view): the same work for every library."""
+    return int(np.bitwise_xor.reduce(np.frombuffer(value, np.uint64)))
+
+
+def _litdata_item(i: int) -> dict[str, Any]:
+    return {"tokens": _INPUTS["tokens"][i], "id": i}
+
+
+def write_litdata(n: int, out: str) -> dict[str, Any]:
+    import litdata
+
+    _INPUTS["tokens"] = tokens(n)
+    start = time.perf_counter()
+    litdata.optimize(fn=_litdata_item, inputs=list(range(n)), output_dir=out,
+                     chunk_bytes=CHUNK_BYTES, num_workers=1, start_method="fork",
+                     verbose=False, mode="overwrite")
+    return {"write": time.perf_counter() - start}
+
+
+def _let_litdata_use_plain_http() -> None:
+    """litdata's fast obstore download path builds its client without `allow_http`, so against a
+    plain-http loopback endpoint every chunk GET fails ("builder error"). Add the flag to the
+    client options it uses, so litdata runs its best path here as it would over https."""
+    try:
+        from litdata.streaming import downloader
+    except ImportError:
+        return
+    options = getattr(downloader, "_OBSTORE_CLIENT_OPTIONS", None)
+    if isinstance(options, dict):
+        downloader._OBSTORE_CLIENT_OPTIONS = {**options, "allow_http": True}
+
+
+def open_dataset(impl: str, url: str, cache: str, batch: int,
+                 predownload: int | None = None) -> Any:
+    if impl == "litdata":
+        import litdata
+
+        _let_litdata_use_plain_http()
+        options = {"endpoint_url": os.environ["S3_ENDPOINT_URL"],
+                   "aws_access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+                   "aws_secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+                   "region_name": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
+        return litdata.StreamingDataset(url, cache_dir=cache, storage_options=options)
+    from streaming import StreamingDataset
+
+    return StreamingDataset(remote=url, local=cache, batch_size=batch, predownload=predownload)
+
+
+def epoch(impl: str, url: str, cache: str, batch: int,
+          predownload: int | None = None) -> dict[str, Any]:
+    """Open the dataset and iterate it once, touching every byte; the timer includes opening."""
+    # Imports (torch included) happen before the timer; `streaming` resolves names lazily.
+    if impl == "litdata":
+        from litdata import StreamingDataset  # noqa: F401
+    else:
+        from streaming import StreamingDataset  # noqa: F401,F811
+    cpu, start = _cpu(), time.perf_counter()
+    dataset = open_dataset(impl, url, cache, batch, predownload)
+    first_batch, count, acc = None, 0, 0
+    for item in dataset:
+        acc ^= touch(item["tokens"]) ^ int(item["id"])
+        count += 1
+        if count == batch:
+            first_batch = time.perf_counter() - start
+    wall = time.perf_counter() - start
+    result = {"wall": wall, "cpu": _cpu() - cpu, "first_batch": first_batch, "samples": count,
+              "checksum": acc}
+    egress = getattr(dataset, "egress", None)
+    if isinstance(egress, dict):
+        result["egress"] = egress
+    return result
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    if spec["mode"] == "write_litdata":
+        result = write_litdata(spec["n"], spec["out"])
+    else:
+        result = epoch(spec["impl"], spec["url"], spec["cache"], spec["batch"],
+                       spec.get("predownload"))
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

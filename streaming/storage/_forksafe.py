@@ -1,0 +1,117 @@
+"""Keep obstore-backed stores working in processes forked after obstore started (DataLoader workers).
+
+obstore runs on a tokio runtime whose threads do not survive `fork()`: in the child the first call
+hangs forever. The parent of forked DataLoader workers has almost always used obstore already
+(it read the index, often wrote the dataset), so in such a child every decorated store method is
+sent to a helper interpreter started with `subprocess` (a fresh runtime, no `fork`), one helper
+per concurrent caller. Downloads write the file in the helper; only small values cross the pipe.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from typing import IO, Any, Callable, TypeVar
+
+__all__ = ["forksafe", "runtime_inherited"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_started_in: int | None = None  # the pid whose obstore runtime is running (set on first call)
+_idle: list[_Helper] = []
+_idle_lock = threading.Lock()
+
+
+def runtime_inherited() -> bool:
+    """Whether this process was forked from one whose obstore runtime was running."""
+    return _started_in is not None and _started_in != os.getpid()
+
+
+def forksafe(method: F) -> F:
+    """Run `method` here, or in a helper process when this process inherited a dead runtime."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        global _started_in
+        if not runtime_inherited():
+            if _started_in is None:
+                _started_in = os.getpid()
+            return method(self, *args, **kwargs)
+        if name == "iter_chunks":
+            return iter([_call(self, "get", args, {})])
+        progress = kwargs.pop("progress", None)  # a callable stays here; report once at the end
+        result = _call(self, name, args, kwargs)
+        if progress is not None and isinstance(result, int):
+            progress(result)
+        return result
+
+    return wrapper  # type: ignore[return-value]
+
+
+class _Helper:
+    """One helper interpreter answering pickled ``(store, method, args, kwargs)`` requests."""
+
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from streaming.storage._forksafe import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=root)
+
+    def call(self, request: tuple[Any, ...]) -> tuple[bool, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        pickle.dump(request, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.flush()
+        return pickle.load(self.proc.stdout)
+
+
+def _call(store: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    with _idle_lock:
+        helper = _idle.pop() if _idle else None
+    helper = helper or _Helper()
+    try:
+        ok, value = helper.call((store, name, args, kwargs))
+    except (EOFError, OSError, pickle.PickleError) as err:
+        helper.proc.kill()
+        raise ConnectionError(f"the storage helper process for {store.url} died: {err}") from err
+    with _idle_lock:
+        _idle.append(helper)
+    if not ok:
+        raise value
+    return value
+
+
+def _portable(err: BaseException) -> BaseException:
+    """`err` if it survives pickling, else a `ConnectionError` with its first line (retryable)."""
+    try:
+        pickle.loads(pickle.dumps(err))
+        return err
+    except Exception:
+        text = str(err).strip().split("\n", 1)[0]
+        return ConnectionError(f"{type(err).__name__}: {text}")
+
+
+def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
+    """The helper's loop: answer requests until the parent closes the pipe (or dies)."""
+    if requests is None or replies is None:
+        # Keep the protocol on a private descriptor: anything a library prints goes to stderr.
+        requests = sys.stdin.buffer
+        replies = os.fdopen(os.dup(1), "wb")
+        os.dup2(2, 1)
+    while True:
+        try:
+            store, name, args, kwargs = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            reply: tuple[bool, Any] = (True, getattr(store, name)(*args, **kwargs))
+        except Exception as err:  # noqa: BLE001 (sent back to the caller, raised there)
+            reply = (False, _portable(err))
+        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+        replies.flush()

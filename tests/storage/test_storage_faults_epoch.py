@@ -1,0 +1,177 @@
+"""Whole `StreamingDataset` epochs through a faulty network (tests/storage/proxy.py).
+
+Latency, throttled bandwidth, connections cut mid-body, stalls, and a server killed and restarted:
+the epoch completes with every sample exactly once and intact (validate_hash on, content
+checked), or fails within its retries with an error naming the URL. Every test has a hard
+deadline (pytest-timeout), so a hang is a failure, never a stuck suite. The dataset is
+constructed while the network is healthy: faults start with the first shard download.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from streaming import StreamingDataset
+from streaming.storage.testing import wait_for_port
+from streaming.storage.transfer import TransferError
+from tests.storage.datasets import check_sample, fetched_bytes_per_shard, index_of, write_local
+from tests.storage.proxy import Fault, FaultProxy
+from tests.storage.servers import REPO, Server, free_port
+
+N = 320  # 8 shards of 40 samples
+
+
+@pytest.fixture(params=["http", "moto"])
+def upstream(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Server:
+    return request.getfixturevalue(f"{request.param}_server").apply_env(monkeypatch)
+
+
+@pytest.fixture
+def proxied(upstream: Server, monkeypatch: pytest.MonkeyPatch,
+            tmp_path: Any) -> Iterator[tuple[str, FaultProxy, int]]:
+    """(URL of a fresh dataset as seen through a new proxy, the proxy, bytes per shard)."""
+    url = upstream.fresh_url()
+    if upstream.name == "http":
+        with_proxy = None
+        os.makedirs(tmp_path / "src")
+        write_local(str(tmp_path / "src"), N)
+        for name in os.listdir(tmp_path / "src"):
+            upstream.seed(f"{url}/{name}", (tmp_path / "src" / name).read_bytes())
+    else:
+        write_local(url, N)
+    shard_bytes = int(fetched_bytes_per_shard(index_of(url, **upstream.options)).max())
+    proxy = FaultProxy(upstream.host_port)
+    if upstream.name == "http":
+        with_proxy = url.replace(f":{upstream.host_port[1]}/", f":{proxy.port}/")
+    else:
+        with_proxy = url
+        monkeypatch.setenv("S3_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
+    try:
+        yield with_proxy, proxy, shard_bytes
+    finally:
+        proxy.stop()
+
+
+def _dataset(url: str, local: Any, **kwargs: Any) -> StreamingDataset:
+    kwargs.setdefault("download_retry", 4)
+    kwargs.setdefault("download_timeout", 10)
+    kwargs.setdefault("shuffle", True)
+    return StreamingDataset(remote=url, local=str(local), batch_size=8, validate_hash="xxh64",
+                            **kwargs)
+
+
+def _epoch(dataset: StreamingDataset) -> list[int]:
+    return sorted(check_sample(sample) for sample in dataset)
+
+
+def _retries(caplog: pytest.LogCaptureFixture) -> int:
+    return sum("retrying" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault", [Fault("latency", delay=0.03), Fault("throttle", rate=40_000)],
+                         ids=["latency", "throttle"])
+def test_slow_network_epoch_is_complete_and_intact(proxied: tuple[str, FaultProxy, int],
+                                                   fault: Fault, tmp_path: Any) -> None:
+    url, proxy, _ = proxied
+    with _dataset(url, tmp_path / "cache") as dataset:
+        proxy.reset(fault)
+        proxy.drop_all()
+        started = time.monotonic()
+        assert _epoch(dataset) == list(range(N))
+    assert time.monotonic() - started > 0.1  # the fault really slowed it down
+
+
+@pytest.mark.timeout(120)
+def test_connections_cut_mid_body_are_retried(proxied: tuple[str, FaultProxy, int],
+                                              tmp_path: Any,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    url, proxy, shard_bytes = proxied
+    caplog.set_level(logging.WARNING)
+    with _dataset(url, tmp_path / "cache") as dataset:
+        # Every other new connection dies halfway through its first body.
+        proxy.reset()
+        proxy.queue(*[Fault("drop", after_bytes=shard_bytes // 2), Fault()] * 4)
+        proxy.drop_all()
+        assert _epoch(dataset) == list(range(N))
+    assert _retries(caplog) >= 1
+    assert not [name for name in os.listdir(tmp_path / "cache") if ".tmp." in name]
+
+
+@pytest.mark.timeout(120)
+def test_stalled_responses_cost_one_attempt_timeout(proxied: tuple[str, FaultProxy, int],
+                                                    tmp_path: Any,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    url, proxy, shard_bytes = proxied
+    caplog.set_level(logging.WARNING)
+    with _dataset(url, tmp_path / "cache", download_timeout=1) as dataset:
+        proxy.reset()
+        proxy.queue(Fault("stall", after_bytes=shard_bytes // 2, delay=60))
+        proxy.drop_all()
+        started = time.monotonic()
+        assert _epoch(dataset) == list(range(N))
+    assert time.monotonic() - started < 30  # not the client's 60 s read timeout
+    assert _retries(caplog) >= 1
+
+
+@pytest.mark.timeout(120)
+def test_dead_server_fails_naming_the_url_after_the_retries(
+        proxied: tuple[str, FaultProxy, int], tmp_path: Any) -> None:
+    url, proxy, _ = proxied
+    with _dataset(url, tmp_path / "cache", download_retry=2) as dataset:
+        proxy.reset(Fault("refuse"))
+        proxy.drop_all()
+        started = time.monotonic()
+        with pytest.raises(TransferError, match=r"shard\.\d{5}\.mds\.zstd failed after 2 attempts"
+                           ) as info:
+            _epoch(dataset)
+        assert time.monotonic() - started < 30
+    assert url.split("://")[1].split("/")[0] in str(info.value) or "s3://" in str(info.value)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_server_killed_and_restarted_mid_epoch(tmp_path: Any,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """A real server process is SIGKILLed after the first samples and back 1.5 s later."""
+    root, port = tmp_path / "root", free_port()
+    write_local(str(root / "ds"), N)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "tests.storage.servers", str(root), str(port)]
+
+    def start() -> subprocess.Popen:
+        proc = subprocess.Popen(command, env=env, cwd=REPO)
+        wait_for_port(port, 30, proc)
+        return proc
+
+    servers = [start()]
+    caplog.set_level(logging.WARNING)
+    try:
+        dataset = _dataset(f"http://127.0.0.1:{port}/ds", tmp_path / "cache", shuffle=False,
+                           predownload=8)
+        ids = []
+        for sample in dataset:
+            ids.append(check_sample(sample))
+            if len(ids) == 20:  # shard 0 is local; shard 1 and later are not fetched yet
+                servers[0].send_signal(signal.SIGKILL)
+                servers[0].wait(10)
+                restart = threading.Timer(1.5, lambda: servers.append(start()))
+                restart.start()
+        restart.join()
+        dataset.close()
+    finally:
+        for proc in servers:
+            proc.kill()
+            proc.wait(10)
+    assert sorted(ids) == list(range(N))
+    assert _retries(caplog) >= 1  # the outage was seen, and ridden out

@@ -1,0 +1,73 @@
+"""obstore-backed stores keep working in a process forked after obstore started.
+
+obstore's tokio runtime does not survive `fork()`; without `_forksafe` the child's first call
+hangs forever (this is what a DataLoader worker does). Each check runs in a forked child with a
+deadline, so a regression fails fast instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import time
+from typing import Any, Callable
+
+import pytest
+
+from streaming.storage import fetch, open_store
+from streaming.storage._forksafe import runtime_inherited
+from tests.storage.servers import Server
+
+
+def _in_forked_child(check: Callable[[], Any], timeout: float = 60) -> Any:
+    """Run `check` in a forked child; return its result (re-raise its error) or fail on a hang."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave without running the parent's cleanup
+        os.close(read_end)
+        try:
+            reply = (True, check())
+        except BaseException as err:
+            reply = (False, err)
+        with os.fdopen(write_end, "wb") as out:
+            pickle.dump(reply, out)
+        os._exit(0)
+    os.close(write_end)
+    deadline = time.monotonic() + timeout
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_end)
+            pytest.fail(f"the forked child hung for {timeout} s")
+        time.sleep(0.05)
+    with os.fdopen(read_end, "rb") as f:
+        ok, value = pickle.load(f)
+    if not ok:
+        raise value
+    return value
+
+
+@pytest.mark.parametrize("name", ["moto", "azurite", "http"])
+def test_forked_child_reads_after_the_parent_used_obstore(name: str, request: Any,
+                                                          tmp_path: Any) -> None:
+    server: Server = request.getfixturevalue(f"{name}_server")
+    root = server.fresh_url()
+    server.seed(f"{root}/a.bin", b"payload" * 1000)
+    store = open_store(root, **server.options)
+    assert store.get("a.bin")[:7] == b"payload"  # the parent's runtime is now running
+    target = str(tmp_path / "a.bin")
+
+    def child() -> tuple[bool, bytes, int, int, bool, bytes]:
+        result = fetch(store, "a.bin", target, retries=1, timeout=30)
+        chunks = b"".join(store.iter_chunks("a.bin"))
+        return (runtime_inherited(), store.get_range("a.bin", 0, 7), store.size("a.bin"),
+                result.bytes, store.exists("missing.bin"), chunks)
+
+    inherited, head, size, fetched, missing, chunks = _in_forked_child(child)
+    assert inherited and head == b"payload" and size == fetched == 7000 and not missing
+    assert open(target, "rb").read() == chunks == b"payload" * 1000
+    with pytest.raises(FileNotFoundError, match="missing.bin"):
+        _in_forked_child(lambda: store.get("missing.bin"))
+    assert not runtime_inherited()  # the parent still calls obstore itself
