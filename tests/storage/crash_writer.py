@@ -14,7 +14,7 @@ import time
 
 from streaming import MDSWriter
 from streaming.storage import open_store
-from tests.storage.datasets import COLUMNS, tokens_for
+from tests.storage.sample_data import COLUMNS, tokens_for
 
 
 def main() -> None:

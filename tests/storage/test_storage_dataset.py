@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from streaming import StreamingDataLoader, StreamingDataset
-from tests.storage.datasets import (
+from tests.storage.sample_data import (
     check_sample,
     fetched_bytes_per_shard,
     index_of,

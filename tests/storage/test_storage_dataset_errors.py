@@ -16,7 +16,7 @@ import pytest
 
 from streaming import StreamingDataset
 from streaming.errors import IndexFormatError, UnsafePathError
-from tests.storage.datasets import publish
+from tests.storage.sample_data import publish
 from tests.storage.servers import Server
 
 

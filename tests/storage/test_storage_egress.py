@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.storage.datasets import fetched_bytes_per_shard, index_of, publish, shard_of_sample
+from tests.storage.sample_data import fetched_bytes_per_shard, index_of, publish, shard_of_sample
 from tests.storage.servers import REPO, Server, free_port
 
 WORKER = "tests.storage.egress_worker"
