@@ -26,7 +26,7 @@ from streaming.checkpoint import (
 )
 from streaming.config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.coord import open_namespace
-from streaming.iteration import iterate_with_prefetch
+from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.defaults import resolve_num_canonical_nodes, resolve_shuffle_block_size
 from streaming.order.world import World
 from streaming.registry import construct_from_registry
@@ -323,33 +323,17 @@ class StreamingDataset(Array, IterableDataset):
         plan = self._plan_board.read(min_generation=generation)
         node_plan = plan[parallel.node] if self.replication else plan
         ids = node_plan[parallel.rank_of_node, parallel.worker_of_rank].reshape(-1)
-        return ids[ids >= 0]
+        return drop_padding(ids)  # a view of the shared plan unless padding sits mid-list
 
     def __iter__(self) -> Iterator[Any]:
         unique = self._unique_world.detect_workers()
         parallel = (unique.replicate(self.replication) if self.replication
                     else unique.copy())
         sample_ids = self._begin_epoch(unique, parallel)
-        shard_ids, indices = self.spanner.locate_many(sample_ids)
-        slot = unique.worker_of_node
-        cache = self._cache
-        fast = type(self).get_item is StreamingDataset.get_item
-
-        def read(position: int) -> Any:
-            shard = int(shard_ids[position])
-            cache.mark_in_use(slot, shard)
-            if fast:
-                return self._read(shard, int(indices[position]))
-            return self.get_item(int(sample_ids[position]))
-
-        def prefetch(shard: int) -> None:
-            cache.prepare(shard, blocking=False)
-
-        try:
-            yield from iterate_with_prefetch(sample_ids, shard_ids, read, prefetch,
-                                             self.predownload)
-        finally:
-            cache.mark_in_use(slot, -1)
+        custom = type(self).get_item is not StreamingDataset.get_item
+        reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
+                           unique.worker_of_node, self._read, self.get_item if custom else None)
+        yield from iterate_epoch(sample_ids, reads, self.predownload)
 
     # ------------------------------------------------------------------------- lifecycle
 

@@ -1,87 +1,251 @@
-"""Yield one worker's samples while a background thread prepares the shards ahead of it.
+"""Yield one worker's samples for an epoch: bulk reads of shard runs, shards prefetched ahead.
 
-The consumer never waits for a shard the prefetcher could have fetched earlier, the prefetcher
-never runs more than `predownload` samples ahead, and either side stops promptly: an abandoned
-iterator (or interpreter exit) never hangs. A failed prefetch is only logged: the consumer fetches
-that shard itself when it gets there and raises the real error if it persists.
+The worker's sample ids (a zero-copy view of the node's shared plan) are walked in chunks, so a
+worker's own memory stays O(chunk) whatever the epoch size. Within a chunk, consecutive positions
+reading consecutive samples of one shard form a run that the shard reader decodes in bulk; other
+positions are read one by one. Shared cache bookkeeping (in-use slot, LRU stamps) is written once
+per shard change or chunk, never per sample. Background threads prepare shards in first-use
+order at most `predownload` samples ahead; a failed prefetch is only logged: the reader fetches
+that shard itself when it gets there and raises the real error if it persists. Either side stops
+promptly: an abandoned iterator (or interpreter exit) never hangs.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["first_uses", "iterate_with_prefetch"]
+if TYPE_CHECKING:
+    from streaming.cache.node_cache import NodeCache
+    from streaming.format.reader import Reader
 
+__all__ = ["CHUNK", "MIN_RUN", "PREFETCH_THREADS", "EpochReads", "drop_padding", "first_uses",
+           "iterate_epoch", "runs"]
+
+CHUNK = 8192  # plan positions located and segmented at a time
+MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
+_MAX_STEP = 1024  # a bulk read reports progress to the prefetcher at least this often
+# Shards prepared concurrently ahead of one worker. More threads measured slower on local copies
+# (GIL contention); worth measuring against a high-latency remote.
+PREFETCH_THREADS = 1
 _POLL_SECONDS = 0.002
 
 log = logging.getLogger(__name__)
 
+Locate = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
 
-def first_uses(shard_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Shards in the order a sequence first needs them, with the position of that first need."""
+
+def drop_padding(ids: np.ndarray) -> np.ndarray:
+    """`ids` without its -1 padding: a view when the padding is only at the end (the usual case),
+    so a worker never copies its share of the node's plan; a compacted copy otherwise."""
+    bad = ids < 0
+    count = int(np.count_nonzero(bad))
+    if not count:
+        return ids
+    keep = len(ids) - count
+    if not bad[:keep].any():
+        return ids[:keep]
+    return ids[~bad]
+
+
+def first_uses(shard_ids: np.ndarray, seen: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Shards in the order a sequence first needs them, with the position of that first need.
+
+    Args:
+        shard_ids: the shard of each position.
+        seen: optional per-shard flags carried across chunks: shards already flagged are left
+            out, and the returned ones get flagged.
+    """
     if not len(shard_ids):
         return np.empty(0, np.int64), np.empty(0, np.int64)
     shards, first = np.unique(shard_ids, return_index=True)
+    if seen is not None:
+        new = ~seen[shards]
+        shards, first = shards[new], first[new]
+        seen[shards] = True
     order = np.argsort(first, kind="stable")
     return shards[order].astype(np.int64), first[order].astype(np.int64)
 
 
-class _Prefetcher:
-    """Background thread preparing shards in first-use order within a sliding window."""
+def runs(shard_ids: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end positions of maximal runs of one shard with consecutive sample indices."""
+    n = len(shard_ids)
+    if not n:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    breaks = np.flatnonzero((shard_ids[1:] != shard_ids[:-1])
+                            | (indices[1:] != indices[:-1] + 1)) + 1
+    return np.concatenate(([0], breaks)), np.concatenate((breaks, [n]))
 
-    def __init__(self, shards: np.ndarray, positions: np.ndarray,
-                 prepare: Callable[[int], Any], window: int) -> None:
-        self.shards, self.positions = shards, positions
-        self.prepare, self.window = prepare, max(int(window), 1)
+
+class EpochReads:
+    """How one worker reads: its shard readers, its slots in the node cache, its recovery path.
+
+    Build it in the worker process (inside `__iter__`): it keeps that process's views of the
+    shared in-use and access-time arrays, so per-shard bookkeeping is one array store.
+
+    Args:
+        readers: every shard's reader (global shard id order).
+        cache: the node cache (in-use slots, access times, background preparation).
+        locate: global sample ids -> (shard ids, indices within shard), vectorised.
+        slot: this worker's in-use slot on the node.
+        recover: reads one sample after its shard's file went missing (fetches it again with
+            retries; raises the user-facing error when that keeps failing).
+        get_item: a subclass's per-sample reader, called with the global sample id instead of
+            the readers when set (it may transform samples, so no bulk path then).
+    """
+
+    def __init__(self, readers: Sequence[Reader], cache: NodeCache, locate: Locate, slot: int,
+                 recover: Callable[[int, int], Any],
+                 get_item: Callable[[int], Any] | None = None) -> None:
+        self.readers = readers
+        self.cache = cache
+        self.locate = locate
+        self.recover = recover
+        self.get_item = get_item
+        self.slot = slot % len(cache.in_use)
+        self._in_use = cache.in_use.numpy()
+        self._access = cache.access_times.numpy()
+
+    def enter(self, shard: int) -> None:
+        """Publish that this worker reads `shard` now (never evicted meanwhile)."""
+        self._in_use[self.slot] = shard
+
+    def leave(self) -> None:
+        self._in_use[self.slot] = -1
+
+    def stamp(self, shard_ids: np.ndarray) -> None:
+        """Mark the shards of a chunk as used now (least-recently-used eviction)."""
+        self._access[shard_ids] = time.time_ns()
+
+    def prepare(self, shard: int) -> None:
+        """Best-effort, non-blocking preparation (the prefetcher's step)."""
+        self.cache.prepare(shard, blocking=False)
+
+    def read_one(self, shard: int, index: int) -> Any:
+        try:
+            return self.readers[shard].get_item(index)
+        except FileNotFoundError:
+            return self.recover(shard, index)
+
+    def read_run(self, shard: int, start: int, stop: int) -> Iterator[Any]:
+        """Samples `start..stop-1` of `shard`, decoded in bulk.
+
+        Only mapping the shard can fail (a missing file); it happens on the first read, which
+        takes the recovery path. The bulk read then reuses the mapping, which outlives deletion.
+        """
+        first = self.read_one(shard, start)
+        return chain((first,), self.readers[shard].iter_range(start + 1, stop))
+
+
+class _Prefetcher:
+    """Background threads preparing shards in first-use order within a sliding window.
+
+    Several threads, so one slow transfer (a remote's first-byte latency, a big shard) does not
+    hold up the next shards; they take shards from one shared first-use order.
+    """
+
+    def __init__(self, sample_ids: np.ndarray, reads: EpochReads, window: int,
+                 threads: int = PREFETCH_THREADS) -> None:
+        self.sample_ids, self.reads, self.window = sample_ids, reads, max(int(window), 1)
         self.consumed = 0  # written by the consumer, read here; a plain int is atomic enough
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="shardstream-prefetch",
-                                       daemon=True)
+        self._order = self._first_uses()
+        self._order_lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._run, name="shardstream-prefetch",
+                                         daemon=True) for _ in range(max(threads, 1))]
+
+    def _first_uses(self) -> Iterator[tuple[int, int]]:
+        """(shard, position of its first use), located one chunk at a time."""
+        seen = np.zeros(len(self.reads.readers), bool)
+        for begin in range(0, len(self.sample_ids), CHUNK):
+            shard_ids, _ = self.reads.locate(self.sample_ids[begin:begin + CHUNK])
+            shards, positions = first_uses(shard_ids, seen)
+            yield from zip(shards.tolist(), (positions + begin).tolist())
+
+    def _next(self) -> tuple[int, int] | None:
+        with self._order_lock:  # a generator is not thread-safe
+            return next(self._order, None)
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def finish(self) -> None:
+        """Stop, joining only briefly: a prepare in flight may take a while, and the threads are
+        daemons that check `stop` before their next step."""
+        self.stop.set()
+        deadline = time.monotonic() + 0.05
+        for thread in self.threads:
+            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
 
     def _run(self) -> None:
-        for shard, position in zip(self.shards.tolist(), self.positions.tolist()):
+        while not self.stop.is_set() and (item := self._next()) is not None:
+            shard, position = item
             while position > self.consumed + self.window:
                 if self.stop.wait(_POLL_SECONDS):
                     return
             if self.stop.is_set():
                 return
             try:
-                self.prepare(shard)
-            except Exception as err:  # the consumer retries this shard itself when it needs it
+                self.reads.prepare(shard)
+            except Exception as err:  # the consumer retries this shard itself when needed
                 log.warning("Prefetching shard %d failed (%s: %s); it will be fetched when "
                             "needed.", shard, type(err).__name__, err)
 
 
-def iterate_with_prefetch(
-    sample_ids: np.ndarray,
-    shard_ids: np.ndarray,
-    read: Callable[[int], Any],
-    prepare: Callable[[int], Any],
-    predownload: int,
-) -> Iterator[Any]:
-    """Yield `read(i)` for each position i of `sample_ids`, prefetching shards ahead.
+def _read_chunk(reads: EpochReads, prefetcher: _Prefetcher, begin: int, ids: np.ndarray,
+                shard_ids: np.ndarray, indices: np.ndarray) -> Iterator[Any]:
+    """Yield one chunk's samples: bulk runs when they are long on average, else one by one."""
+    starts, ends = runs(shard_ids, indices)
+    if reads.get_item is None and len(starts) * MIN_RUN <= len(ids):
+        step = max(MIN_RUN, min(_MAX_STEP, prefetcher.window // 4))
+        for start, end, shard, index in zip(starts.tolist(), ends.tolist(),
+                                            shard_ids[starts].tolist(), indices[starts].tolist()):
+            reads.enter(shard)
+            if end - start < MIN_RUN:
+                prefetcher.consumed = begin + start
+                for offset in range(end - start):
+                    yield reads.read_one(shard, index + offset)
+                continue
+            for sub in range(0, end - start, step):  # progress reports keep prefetch ahead
+                prefetcher.consumed = begin + start + sub
+                yield from reads.read_run(shard, index + sub, index + min(sub + step,
+                                                                           end - start))
+        return
+    current = -1
+    read_one, get_item = reads.read_one, reads.get_item
+    for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
+        prefetcher.consumed = begin + position
+        if shard != current:
+            reads.enter(shard)
+            current = shard
+        yield read_one(shard, index) if get_item is None else get_item(int(ids[position]))
+
+
+def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -> Iterator[Any]:
+    """Yield the samples of `sample_ids` in order, prefetching their shards ahead.
 
     Args:
-        sample_ids: the worker's sample ids in yield order (padding already removed).
-        shard_ids: the shard of each sample (same length).
-        read: returns the sample at a position; it prepares the shard itself if it is missing
-            (so a failed or slow prefetch costs time, never correctness).
-        prepare: non-blocking best-effort preparation of one shard, run in the background.
+        sample_ids: the worker's global sample ids in yield order, padding removed (see
+            `drop_padding`); may be a read-only view of shared memory.
+        reads: how this worker reads samples and keeps the node cache informed.
         predownload: how many samples ahead of the consumer the prefetcher may work.
     """
-    shards, positions = first_uses(shard_ids)
-    prefetcher = _Prefetcher(shards, positions, prepare, predownload)
-    prefetcher.thread.start()
+    prefetcher = _Prefetcher(sample_ids, reads, predownload)
+    prefetcher.start()
     try:
-        for position in range(len(sample_ids)):
-            prefetcher.consumed = position
-            yield read(position)
+        for begin in range(0, len(sample_ids), CHUNK):
+            ids = sample_ids[begin:begin + CHUNK]
+            shard_ids, indices = reads.locate(ids)
+            reads.stamp(shard_ids)
+            yield from _read_chunk(reads, prefetcher, begin, ids, shard_ids, indices)
     finally:
-        prefetcher.stop.set()
-        # Join only when it is quick: a prepare in flight may take a while, and the thread is a
-        # daemon that checks `stop` before its next step.
-        prefetcher.thread.join(timeout=0.05)
+        reads.leave()
+        prefetcher.finish()

@@ -11,6 +11,7 @@ from streaming.coord.barrier import Barrier
 from streaming.coord.board import PlanBoard
 from streaming.coord.claims import ShardClaims
 from streaming.coord.cleanup import clean_stale_shared_memory
+from streaming.coord.forking import freeze_heap_in_forked_children
 from streaming.coord.lock import FileLock
 from streaming.coord.namespace import Namespace
 from streaming.coord.opening import open_namespace
@@ -32,6 +33,7 @@ __all__ = [
     "SharedScalar",
     "ShmBlock",
     "clean_stale_shared_memory",
+    "freeze_heap_in_forked_children",
     "open_namespace",
     "transition",
 ]

@@ -86,15 +86,29 @@ class ShardClaims:
             shard: Shard index.
             reprepare: Claim a LOCAL shard too (it needs work again, e.g. decompression).
         """
+        states = self.states.numpy()
+        if not reprepare and states[shard] == ShardState.LOCAL:
+            # A lock-free READY: LOCAL only leaves through EVICT, which may as well come right
+            # after the lock is released, so holding it would add cost, not certainty.
+            return Outcome.READY
         with self.lock:
-            state = int(self.states.numpy()[shard])
+            state = int(states[shard])
             owner = int(self.owners.numpy()[shard])
             alive = state != ShardState.PREPARING or is_alive(owner)
             return self.apply(shard, claim_event(state, alive, reprepare))
 
-    def finish(self, shard: int, ok: bool) -> None:
-        """End this process's preparation: LOCAL on success, back to REMOTE on failure."""
+    def finish(self, shard: int, ok: bool, also: Callable[[], None] | None = None) -> None:
+        """End this process's preparation: LOCAL on success, back to REMOTE on failure.
+
+        Args:
+            shard: Shard index.
+            ok: Whether the preparation succeeded.
+            also: Bookkeeping to do atomically with the transition, under the same lock
+                acquisition (the cache's usage accounting), instead of taking the lock twice.
+        """
         with self.lock:
+            if also is not None:
+                also()
             self.apply(shard, Event.SUCCEED if ok else Event.FAIL)
 
     def evict(self, shard: int) -> Outcome:
@@ -132,7 +146,7 @@ class ShardClaims:
     def ensure(
         self,
         shard: int,
-        prepare: Callable[[], None],
+        prepare: Callable[[], Callable[[], None] | None],
         timeout: float = DEFAULT_CLAIM_TIMEOUT,
         *,
         reprepare: bool = False,
@@ -142,7 +156,8 @@ class ShardClaims:
         Args:
             shard: Shard index.
             prepare: Fetches the shard's files; an exception marks the shard REMOTE again and
-                propagates.
+                propagates. It may return bookkeeping to run under the lock together with the
+                LOCAL transition (see `finish`).
             timeout: How long to wait for another process's preparation.
             reprepare: Run `prepare` even if the shard is LOCAL (see `claim`).
 
@@ -155,11 +170,11 @@ class ShardClaims:
         if outcome is Outcome.READY:
             return False
         try:
-            prepare()
+            also = prepare()
         except BaseException:
             self.finish(shard, ok=False)
             raise
-        self.finish(shard, ok=True)
+        self.finish(shard, ok=True, also=also)
         return True
 
     def __repr__(self) -> str:

@@ -61,6 +61,8 @@ def is_alive(pid: int, start: int = 0) -> bool:
     """
     if pid <= 0:
         return False
+    if pid == os.getpid():  # the caller itself (a claim held by another of its threads)
+        return not start or identity()[1] == start
     stat = _read_stat(pid)
     if stat is not None:
         state, started = stat

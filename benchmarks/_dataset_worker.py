@@ -1,0 +1,333 @@
+"""One timed dataset-runtime process: epoch, first batch, resume, tiny shards or memory, one library.
+
+Run by bench_dataset.py under the interpreter of the library being measured (ours, the reference
+mosaicml-streaming or litdata), so it imports nothing from this repository and works on any
+numpy >= 1.24. Prints `RESULT <json>` as its last stdout line. `_T0` is taken before any import,
+so "first batch" includes importing the library (and torch), as a fresh training process pays it.
+"""
+
+from __future__ import annotations
+
+import time
+
+_T0 = time.perf_counter()
+
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import pickle  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import warnings  # noqa: E402
+from typing import Any  # noqa: E402
+
+warnings.simplefilter("ignore")  # torch warns once about read-only arrays; same for everyone
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# ---- the three libraries behind one small interface ------------------------------------------
+
+def _import(impl: str) -> None:
+    if impl == "litdata":
+        import litdata  # noqa: F401
+    else:
+        from streaming import StreamingDataLoader, StreamingDataset  # noqa: F401
+
+
+def make_dataset(impl: str, remote: str | None, local: str, batch: int, shuffle: bool) -> Any:
+    """A dataset reading `remote` (a local directory standing in for a bucket) into `local`."""
+    if impl == "litdata":
+        import litdata
+
+        source = f"local:{remote}" if remote else local
+        return litdata.StreamingDataset(input_dir=source, cache_dir=local if remote else None,
+                                        shuffle=shuffle)
+    from streaming import StreamingDataset
+
+    return StreamingDataset(remote=remote, local=local, batch_size=batch, shuffle=shuffle)
+
+
+def make_loader(impl: str, dataset: Any, batch: int, workers: int) -> Any:
+    if impl == "litdata":
+        import litdata
+
+        return litdata.StreamingDataLoader(dataset, batch_size=batch, num_workers=workers)
+    from streaming import StreamingDataLoader
+
+    return StreamingDataLoader(dataset, batch_size=batch, num_workers=workers)
+
+
+def _close(dataset: Any) -> None:
+    """Release a dataset's shared state between repeats (the reference has no `close`)."""
+    close = getattr(dataset, "close", None)
+    if callable(close):
+        close()
+
+
+def _ids_of(batch: Any) -> tuple[int, int]:
+    ids = batch["id"]
+    return len(ids), int(ids.sum())
+
+
+def _touch(sample: dict[str, Any], key: str) -> int:
+    """Read the id and the last element of the payload: faults in every page of the payload
+    (samples are smaller than a page apart) without per-byte work, the same for everyone."""
+    return int(sample["id"]) + int(sample[key][-1])
+
+
+# ---- operations ------------------------------------------------------------------------------
+
+def op_epoch(spec: dict[str, Any]) -> dict[str, Any]:
+    """Full epochs from a cold cache, each into a fresh local dir; best by wall time."""
+    impl, batch, runs = spec["impl"], spec["batch"], []
+    for local in spec["locals"]:
+        shutil.rmtree(local, ignore_errors=True)
+        gc.collect()
+        wall, cpu = time.perf_counter(), _cpu()
+        dataset = make_dataset(impl, spec["remote"], local, batch, spec.get("shuffle", False))
+        n = total = 0
+        first = None
+        if spec["mode"] == "loader":
+            loader = make_loader(impl, dataset, batch, spec["workers"])
+            for b in loader:
+                if first is None:
+                    first = time.perf_counter() - wall
+                k, s = _ids_of(b)
+                n, total = n + k, total + s
+            del loader
+        else:
+            key = spec["key"]
+            for sample in dataset:
+                if first is None:
+                    first = time.perf_counter() - wall
+                n += 1
+                total += _touch(sample, key)
+            total = -1  # the touch mixes payload into the sum; only the count is checked
+        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n,
+                     "id_sum": total, "first": first})
+        _close(dataset)
+        del dataset
+        gc.collect()
+        shutil.rmtree(local, ignore_errors=True)
+    return min(runs, key=lambda r: r["wall"])
+
+
+def op_first(spec: dict[str, Any]) -> dict[str, Any]:
+    """Fresh process to first batch (2-worker loader, cold cache), import included."""
+    impl, batch = spec["impl"], spec["batch"]
+    shutil.rmtree(spec["local"], ignore_errors=True)
+    _import(impl)
+    imported = time.perf_counter()
+    dataset = make_dataset(impl, spec["remote"], spec["local"], batch, False)
+    built = time.perf_counter()
+    loader = make_loader(impl, dataset, batch, spec["workers"])
+    n, _ = _ids_of(next(iter(loader)))
+    done = time.perf_counter()
+    return {"total": done - _T0, "import": imported - _T0, "construct": built - imported,
+            "first_batch": done - built, "n": n}
+
+
+def op_resume_save(spec: dict[str, Any]) -> dict[str, Any]:
+    """Consume `batches` batches and store the loader's state for `op_resume`."""
+    impl, batch = spec["impl"], spec["batch"]
+    shutil.rmtree(spec["local"], ignore_errors=True)
+    dataset = make_dataset(impl, spec["remote"], spec["local"], batch, False)
+    loader = make_loader(impl, dataset, batch, spec["workers"])
+    it = iter(loader)
+    for _ in range(spec["batches"]):
+        next(it)
+    state = loader.state_dict()
+    with open(spec["state"], "wb") as f:
+        pickle.dump(state, f)
+    del it
+    return {"n": spec["batches"] * batch}
+
+
+def op_resume(spec: dict[str, Any]) -> dict[str, Any]:
+    """Fresh process: build dataset and loader, then time load_state_dict -> next batch."""
+    impl, batch = spec["impl"], spec["batch"]
+    with open(spec["state"], "rb") as f:
+        state = pickle.load(f)
+    dataset = make_dataset(impl, spec["remote"], spec["local"], batch, False)
+    loader = make_loader(impl, dataset, batch, spec["workers"])
+    start = time.perf_counter()
+    loader.load_state_dict(state)
+    first = next(iter(loader))
+    latency = time.perf_counter() - start
+    return {"resume": latency, "first_id": int(first["id"][0]), "n": len(first["id"])}
+
+
+def op_tiny(spec: dict[str, Any]) -> dict[str, Any]:
+    """Construction plus a full in-process read of a many-shard dataset, cold cache."""
+    impl, runs = spec["impl"], []
+    for local in spec["locals"]:
+        shutil.rmtree(local, ignore_errors=True)
+        gc.collect()
+        wall, cpu = time.perf_counter(), _cpu()
+        dataset = make_dataset(impl, spec["remote"], local, 256, False)
+        built = time.perf_counter() - wall
+        n = sum(1 for sample in dataset if _touch(sample, spec["key"]) is not None)
+        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n,
+                     "construct": built})
+        _close(dataset)
+        del dataset
+        gc.collect()
+        shutil.rmtree(local, ignore_errors=True)
+    return min(runs, key=lambda r: r["wall"])
+
+
+def _smaps(pid: int) -> dict[str, float]:
+    """Rss, Pss and private (USS) megabytes of one process, and the part of Pss and USS that is
+    shared-memory blocks (/dev/shm: where a node-wide plan lives), from /proc/<pid>/smaps."""
+    out = {"rss": 0.0, "pss": 0.0, "uss": 0.0, "shm_pss": 0.0, "shm_uss": 0.0}
+    in_shm = False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if not parts[0].endswith(":"):  # a mapping's header line: range perms ... path
+                in_shm = len(parts) >= 6 and parts[5].startswith("/dev/shm/")
+                continue
+            key = parts[0][:-1]
+            if key not in ("Rss", "Pss", "Private_Clean", "Private_Dirty"):
+                continue
+            mb = int(parts[1]) / 1024
+            if key == "Rss":
+                out["rss"] += mb
+            elif key == "Pss":
+                out["pss"] += mb
+                out["shm_pss"] += mb if in_shm else 0.0
+            elif key in ("Private_Clean", "Private_Dirty"):
+                out["uss"] += mb
+                out["shm_uss"] += mb if in_shm else 0.0
+    return out
+
+
+def _children() -> list[int]:
+    """Pids of the loader's workers: children forked from this process (same command line;
+    helpers such as multiprocessing's resource tracker run another one)."""
+    me = os.getpid()
+    with open(f"/proc/{me}/task/{me}/children") as f:
+        pids = [int(p) for p in f.read().split()]
+    with open(f"/proc/{me}/cmdline", "rb") as f:
+        mine = f.read()
+    forked = []
+    for pid in pids:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if f.read() == mine:
+                forked.append(pid)
+    return forked
+
+
+def op_memory(spec: dict[str, Any]) -> dict[str, Any]:
+    """Per-process memory of a loader over a local dataset, measured mid-epoch."""
+    impl, batch = spec["impl"], spec["batch"]
+    dataset = make_dataset(impl, None, spec["local"], batch, spec.get("shuffle", False))
+    loader = make_loader(impl, dataset, batch, spec["workers"])
+    main_before = _smaps(os.getpid())
+    it = iter(loader)
+    start = time.perf_counter()
+    next(it)
+    first = time.perf_counter() - start
+    for _ in range(spec["batches"]):
+        next(it)
+    pids = _children()  # torch's worker processes
+    result = {"workers": [_smaps(pid) for pid in pids], "main": _smaps(os.getpid()),
+              "main_before": main_before, "first": first, "samples": len(dataset)}
+    del it
+    return result
+
+
+def op_write_litdata(spec: dict[str, Any]) -> dict[str, Any]:
+    """Write the workload with litdata.optimize (chunk size in samples or bytes)."""
+    import litdata
+    import numpy as np
+
+    n, width = spec["n"], spec["width"]
+    tokens = np.random.default_rng(1234).integers(0, 50_000, (n, width), dtype=np.uint16)
+    _STATE["tokens"] = tokens
+    size = {"chunk_size": spec["chunk_samples"]} if spec.get("chunk_samples") else \
+        {"chunk_bytes": 1 << 26}
+    litdata.optimize(fn=_lit_item, inputs=list(range(n)), output_dir=spec["out"],
+                     num_workers=1, start_method="fork", verbose=False, mode="overwrite", **size)
+    return {"n": n}
+
+
+def op_write_mds(spec: dict[str, Any]) -> dict[str, Any]:
+    """Write the workload as MDS (ours; the reference reads the same bytes).
+
+    `per_shard` sets the shard size so each shard holds exactly that many samples (the header,
+    then 4 offset bytes per sample); otherwise 64 MiB shards, the default.
+    """
+    import numpy as np
+    from streaming import MDSWriter
+
+    n, width, per_shard = spec["n"], spec["width"], spec.get("per_shard")
+    tokens = np.random.default_rng(1234).integers(0, 50_000, (n, width), dtype=np.uint16)
+    columns = {"tokens": f"ndarray:uint16:{width}", "id": "int"}
+    limit = 1 << 26
+    if per_shard:  # the shard header's size depends on the columns: ask a throwaway writer
+        probe_dir = spec["out"] + ".probe"
+        with MDSWriter(out=probe_dir, columns=columns) as probe:
+            header = probe.extra_bytes_per_shard
+        shutil.rmtree(probe_dir)
+        limit = header + per_shard * (2 * width + 8 + 4)
+    with MDSWriter(out=spec["out"], columns=columns, size_limit=limit) as writer:
+        for i in range(n):
+            writer.write({"tokens": tokens[i], "id": i})
+    return {"n": n}
+
+
+def op_write_synthetic(spec: dict[str, Any]) -> dict[str, Any]:
+    """`shards` copies of one MDS shard of `per_shard` int samples: a big index made fast."""
+    from streaming import MDSWriter
+
+    out, per_shard, shards = spec["out"], spec["per_shard"], spec["shards"]
+    with MDSWriter(out=out, columns={"id": "int"}, size_limit=None) as writer:
+        for i in range(per_shard):
+            writer.write({"id": i})
+    with open(os.path.join(out, "index.json")) as f:
+        index = json.load(f)
+    entry = index["shards"][0]
+    first = entry["raw_data"]["basename"]
+    entries = []
+    for k in range(shards):
+        name = f"shard.{k:05d}.mds"
+        if name != first:
+            shutil.copyfile(os.path.join(out, first), os.path.join(out, name))
+        copy = json.loads(json.dumps(entry))
+        copy["raw_data"]["basename"] = name
+        entries.append(copy)
+    index["shards"] = entries
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(index, f)
+    return {"n": per_shard * shards}
+
+
+_STATE: dict[str, Any] = {}  # module global so litdata's forked writer sees the inputs
+
+
+def _lit_item(i: int) -> dict[str, Any]:
+    return {"tokens": _STATE["tokens"][i], "id": i}
+
+
+OPS = {"epoch": op_epoch, "first": op_first, "resume_save": op_resume_save, "resume": op_resume,
+       "tiny": op_tiny, "memory": op_memory, "write_litdata": op_write_litdata,
+       "write_mds": op_write_mds, "write_synthetic": op_write_synthetic}
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory"):
+        _import(spec["impl"])
+    result = OPS[spec["op"]](spec)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

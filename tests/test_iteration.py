@@ -1,0 +1,239 @@
+"""One worker's epoch iteration: padding, runs, chunked first uses, bulk vs per-sample reads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streaming import iteration
+from streaming.iteration import EpochReads, drop_padding, first_uses, iterate_epoch, runs
+from streaming.spanner import Spanner
+
+
+class FakeReader:
+    """A shard whose sample `i` is `(shard, i)`; counts bulk and single reads."""
+
+    def __init__(self, shard: int, size: int, missing: bool = False) -> None:
+        self.shard, self.size, self.missing = shard, size, missing
+        self.singles = 0
+        self.bulk: list[tuple[int, int]] = []
+
+    def get_item(self, index: int) -> tuple[int, int]:
+        if self.missing:
+            raise FileNotFoundError(f"shard {self.shard}")
+        assert 0 <= index < self.size
+        self.singles += 1
+        return (self.shard, index)
+
+    def iter_range(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
+        assert 0 <= start <= stop <= self.size
+        self.bulk.append((start, stop))
+        return iter([(self.shard, i) for i in range(start, stop)])
+
+
+class FakeArray:
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+
+    def numpy(self) -> np.ndarray:
+        return self.values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+class FakeCache:
+    """The parts of `NodeCache` a worker's reads touch."""
+
+    def __init__(self, num_shards: int, slots: int = 8) -> None:
+        self.in_use = FakeArray(np.full(slots, -1, np.int64))
+        self.access_times = FakeArray(np.zeros(num_shards, np.uint64))
+        self.prepared: list[int] = []
+        self.lock = threading.Lock()
+
+    def prepare(self, shard: int, blocking: bool = True) -> bool:
+        assert not blocking
+        with self.lock:
+            self.prepared.append(shard)
+        return True
+
+
+def make_reads(sizes: list[int], get_item: Any = None, missing: frozenset[int] = frozenset()
+               ) -> tuple[EpochReads, list[FakeReader], FakeCache, list[tuple[int, int]]]:
+    readers = [FakeReader(i, n, i in missing) for i, n in enumerate(sizes)]
+    cache = FakeCache(len(sizes))
+    recovered: list[tuple[int, int]] = []
+
+    def recover(shard: int, index: int) -> tuple[int, int]:
+        recovered.append((shard, index))
+        readers[shard].missing = False
+        return readers[shard].get_item(index)
+
+    reads = EpochReads(readers, cache, Spanner(sizes).locate_many, 3, recover,  # type: ignore
+                       get_item)
+    return reads, readers, cache, recovered
+
+
+def expected(sizes: list[int], ids: np.ndarray) -> list[tuple[int, int]]:
+    spanner = Spanner(sizes)
+    return [spanner[int(i)] for i in ids]
+
+
+def test_drop_padding_is_a_view_unless_padding_sits_mid_list() -> None:
+    ids = np.arange(10, dtype=np.int64)
+    assert drop_padding(ids) is ids
+    tail = np.array([3, 4, 5, -1, -1], np.int64)
+    out = drop_padding(tail)
+    assert out.tolist() == [3, 4, 5] and np.shares_memory(out, tail)
+    mid = np.array([3, -1, 5, -1], np.int64)
+    out = drop_padding(mid)
+    assert out.tolist() == [3, 5] and not np.shares_memory(out, mid)
+    assert drop_padding(np.full(3, -1, np.int64)).tolist() == []
+
+
+def test_runs_break_on_shard_change_and_on_gaps() -> None:
+    shards = np.array([0, 0, 0, 1, 1, 1, 0], np.int64)
+    indices = np.array([0, 1, 2, 5, 6, 8, 3], np.int64)
+    starts, ends = runs(shards, indices)
+    assert starts.tolist() == [0, 3, 5, 6] and ends.tolist() == [3, 5, 6, 7]
+    assert [len(a) for a in runs(shards[:0], indices[:0])] == [0, 0]
+
+
+def test_first_uses_carries_seen_shards_across_chunks() -> None:
+    seen = np.zeros(5, bool)
+    shards, positions = first_uses(np.array([3, 3, 1, 3, 4]), seen)
+    assert shards.tolist() == [3, 1, 4] and positions.tolist() == [0, 2, 4]
+    shards, positions = first_uses(np.array([1, 0, 4, 2]), seen)
+    assert shards.tolist() == [0, 2] and positions.tolist() == [1, 3]
+    assert seen.tolist() == [True] * 5
+
+
+def test_in_order_epoch_reads_whole_runs_in_bulk() -> None:
+    sizes = [50, 70, 30]
+    reads, readers, cache, _ = make_reads(sizes)
+    ids = np.arange(150, dtype=np.int64)
+    assert list(iterate_epoch(ids, reads, predownload=4096)) == expected(sizes, ids)
+    assert [r.singles for r in readers] == [1, 1, 1]  # the first read of a run maps the shard
+    assert [r.bulk for r in readers] == [[(1, 50)], [(1, 70)], [(1, 30)]]
+    assert len(set(cache.prepared)) == len(cache.prepared)  # never prefetched twice
+    assert cache.in_use.values[3] == -1  # slot released at the end
+    assert (cache.access_times.values > 0).all()
+
+
+def test_bulk_reads_report_progress_so_prefetch_stays_ahead() -> None:
+    sizes = [400, 400]
+    reads, readers, cache, _ = make_reads(sizes)
+    seen_ahead = []
+    it = iterate_epoch(np.arange(800, dtype=np.int64), reads, predownload=100)
+    for count, _ in enumerate(it):
+        if count == 320:  # 80 samples before shard 1 is needed, within the window of 100
+            deadline = time.monotonic() + 5
+            while 1 not in cache.prepared and time.monotonic() < deadline:
+                time.sleep(0.005)
+            seen_ahead.append(1 in cache.prepared)
+    assert seen_ahead == [True]
+    assert all(b - a <= 100 for r in readers for a, b in r.bulk)  # progress every <= window
+
+
+def test_shuffled_epoch_reads_sample_by_sample_and_marks_shards() -> None:
+    sizes = [40, 40, 40]
+    reads, readers, cache, _ = make_reads(sizes)
+    ids = np.random.default_rng(0).permutation(120).astype(np.int64)
+    seen_slots = []
+    for sample in iterate_epoch(ids, reads, predownload=16):
+        seen_slots.append(int(cache.in_use.values[3]) == sample[0])
+    assert all(seen_slots)  # the shard being read is published while its sample is read
+    assert sum(r.singles for r in readers) == 120 and not any(r.bulk for r in readers)
+
+
+def test_custom_get_item_gets_global_sample_ids() -> None:
+    sizes = [10, 10]
+    calls: list[int] = []
+    reads, readers, _, _ = make_reads(sizes, get_item=lambda i: calls.append(i) or i)
+    ids = np.arange(20, dtype=np.int64)[::-1].copy()
+    assert list(iterate_epoch(ids, reads, predownload=4)) == ids.tolist()
+    assert calls == ids.tolist() and not any(r.bulk or r.singles for r in readers)
+
+
+def test_missing_shard_takes_the_recovery_path_once_per_run() -> None:
+    sizes = [30, 30]
+    reads, _, _, recovered = make_reads(sizes, missing=frozenset({1}))
+    ids = np.arange(60, dtype=np.int64)
+    assert list(iterate_epoch(ids, reads, predownload=8)) == expected(sizes, ids)
+    assert recovered == [(1, 0)]
+
+
+def test_abandoned_iterator_stops_the_prefetcher() -> None:
+    sizes = [5] * 200
+    reads, _, cache, _ = make_reads(sizes)
+    it = iterate_epoch(np.arange(1000, dtype=np.int64), reads, predownload=10)
+    next(it)
+    threads = [t for t in threading.enumerate() if t.name == "shardstream-prefetch"]
+    it.close()
+    for thread in threads:
+        thread.join(2)
+    assert not any(t.is_alive() for t in threads)
+    assert len(cache.prepared) < 10  # never ran past the window
+    assert cache.in_use.values[3] == -1
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=8),
+       seed=st.integers(0, 2**16), mode=st.sampled_from(["order", "shuffle", "blocks"]),
+       chunk=st.sampled_from([7, 64, 8192]))
+def test_yields_exactly_the_planned_samples(sizes: list[int], seed: int, mode: str,
+                                            chunk: int) -> None:
+    total = sum(sizes)
+    rng = np.random.default_rng(seed)
+    ids = np.arange(total, dtype=np.int64)
+    if mode == "shuffle":
+        ids = rng.permutation(total).astype(np.int64)
+    elif mode == "blocks":  # runs of varying length in shuffled order
+        cuts = np.sort(rng.choice(max(total, 1), size=min(total, 5), replace=False))
+        parts = np.split(ids, cuts)
+        ids = np.concatenate([parts[i] for i in rng.permutation(len(parts))]).astype(np.int64)
+    original = iteration.CHUNK
+    iteration.CHUNK = chunk
+    try:
+        reads, _, cache, _ = make_reads(sizes)
+        assert list(iterate_epoch(ids, reads, predownload=5)) == expected(sizes, ids)
+    finally:
+        iteration.CHUNK = original
+    assert cache.in_use.values[3] == -1
+
+
+def _plain(sample: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.tolist(), v.dtype.str) if isinstance(v, np.ndarray) else (v, type(v).__name__)
+            for k, v in sample.items()}
+
+
+@pytest.mark.parametrize("fmt", ["mds", "mds_fixed", "jsonl", "csv"])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_bulk_reads_of_real_shards_equal_random_access(tmp_path: Any, fmt: str,
+                                                       shuffle: bool) -> None:
+    from streaming import CSVWriter, JSONWriter, MDSWriter, StreamingDataset
+
+    writer, columns, make = {
+        "mds": (MDSWriter, {"a": "int", "t": "ndarray:int32", "s": "str", "u": "uint8"},
+                lambda i: {"a": i, "t": np.arange(1 + i % 5, dtype=np.int32), "s": "q" * (i % 3),
+                           "u": np.uint8(i % 200)}),
+        "mds_fixed": (MDSWriter, {"a": "int", "t": "ndarray:uint16:8", "f": "float32"},
+                      lambda i: {"a": i, "t": np.full(8, i, np.uint16), "f": np.float32(i)}),
+        "jsonl": (JSONWriter, {"a": "int", "s": "str"}, lambda i: {"a": i, "s": "x" * (i % 7)}),
+        "csv": (CSVWriter, {"a": "int", "f": "float"}, lambda i: {"a": i, "f": i / 3}),
+    }[fmt]
+    out = str(tmp_path / fmt)
+    with writer(out=out, columns=columns, size_limit=1000) as w:
+        for i in range(300):
+            w.write(make(i))
+    with StreamingDataset(local=out, batch_size=8, shuffle=shuffle) as ds:
+        assert ds.num_shards > 2
+        seen = list(ds)
+        assert sorted(s["a"] for s in seen) == list(range(300))
+        assert [_plain(s) for s in seen] == [_plain(ds[s["a"]]) for s in seen]
