@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from streaming.cache.eviction import choose_evictions
-from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files
+from streaming.cache.prepare import (
+    PrepareResult,
+    ShardSource,
+    prepare_shard_files,
+    raw_files_present,
+    resident_bytes,
+)
 from streaming.coord import Event, Namespace, Outcome, ShardState
 
 if TYPE_CHECKING:
@@ -45,17 +51,22 @@ class NodeCache:
         self.namespace = namespace
         self.shards = list(shards)
         self.sources = list(sources)  # per stream; called lazily (stores open per process)
+        # Per stream, then spread over shards: building a source per shard costs ~5 us each.
+        built = [src() for src in sources]
+        self._local_dirs = [src.local_dir for src in built]
         self.info = _ShardInfo(
             stream_ids=stream_ids,
             cache_bytes=np.array([s.get_max_size() for s in shards], np.int64),
-            # Per stream, then spread over shards: building a source per shard costs ~5 us each.
-            has_remote=np.array([src().store is not None for src in sources], bool)[stream_ids],
+            has_remote=np.array([src.store is not None for src in built], bool)[stream_ids],
         )
         self.cache_limit = cache_limit
         n = len(self.shards)
         self.claims = namespace.claims(n)
         self.access_times = namespace.array("access_times", np.uint64, n, fill=_NEVER)
         self.usage = namespace.scalar("cache_usage")
+        # What each shard contributes to `usage`: measured after every preparation and given
+        # back whole on eviction, so files deleted behind the cache's back never leak into it.
+        self.counted = namespace.array("counted_bytes", np.int64, n, fill=0)
         self.fetched_bytes = namespace.scalar("fetched_bytes")
         self.fetch_nanos = namespace.scalar("fetch_nanos")
         self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
@@ -69,6 +80,7 @@ class NodeCache:
             states[:] = np.where(present_bytes > 0, ShardState.LOCAL, ShardState.REMOTE)
             now = time.time_ns()
             self.access_times.numpy()[present_bytes > 0] = now
+            self.counted.numpy()[:] = present_bytes
             self.usage.set(int(index_bytes + present_bytes.sum()))
 
     # ------------------------------------------------------------------------------- prepare
@@ -91,10 +103,13 @@ class NodeCache:
             shard: global shard id.
             blocking: wait for another process's fetch; if False, return at once instead.
             force: re-check the files of a shard marked local (it was deleted behind our back).
+                A blocking call re-checks by itself when a raw file of a local shard is gone.
 
         Returns:
             Whether the shard is local now (always True when blocking).
         """
+        if blocking and not force and self.is_local(shard) and not self._raw_present(shard):
+            force = True
         if not blocking:
             outcome = self.claims.claim(shard, reprepare=force)
             if outcome is not Outcome.GRANTED:
@@ -137,13 +152,20 @@ class NodeCache:
                 self._add_usage(-reserved)
             raise
         self.touch(shard)
+        resident = resident_bytes(source, reader.file_pairs)
 
         def account() -> None:  # called with `claims.lock` held
-            self.usage.set(self.usage.get() + result.delta_bytes - reserved)
+            counted = self.counted.numpy()
+            self.usage.set(self.usage.get() + resident - int(counted[shard]) - reserved)
+            counted[shard] = resident
             self.fetched_bytes.set(self.fetched_bytes.get() + result.fetched_bytes)
             self.fetch_nanos.set(self.fetch_nanos.get() + int(result.fetch_seconds * 1e9))
 
         return account
+
+    def _raw_present(self, shard: int) -> bool:
+        local_dir = self._local_dirs[int(self.info.stream_ids[shard])]
+        return raw_files_present(local_dir, self.shards[shard].file_pairs)
 
     def _add_usage(self, delta: int) -> None:
         with self.claims.lock:
@@ -176,9 +198,11 @@ class NodeCache:
         outcome = self.claims.apply(shard, Event.EVICT)
         if outcome is Outcome.BUSY:
             return
-        freed = self.shards[shard].evict()
+        self.shards[shard].evict()
         self.access_times.numpy()[shard] = _NEVER
-        usage = int(self.usage.get()) - int(freed)
+        counted = self.counted.numpy()
+        usage = int(self.usage.get()) - int(counted[shard])
+        counted[shard] = 0
         if usage < 0:
             raise RuntimeError(f"Negative cache usage: {usage}.")
         self.usage.set(usage)

@@ -17,7 +17,8 @@ from streaming.format.hashing import get_hash
 if TYPE_CHECKING:
     from streaming.format.index import FileInfo
 
-__all__ = ["ShardSource", "PrepareResult", "prepare_shard_files", "check_hash_algo"]
+__all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "prepare_shard_files",
+           "raw_files_present", "resident_bytes"]
 
 
 @dataclass(frozen=True)
@@ -146,3 +147,22 @@ def prepare_shard_files(src: ShardSource, file_pairs: list[tuple[FileInfo, FileI
     for raw, zip_ in file_pairs:
         total += _prepare_part(src, raw, zip_, compression)
     return total
+
+
+def resident_bytes(src: ShardSource, file_pairs: list[tuple[FileInfo, FileInfo | None]]) -> int:
+    """Bytes of a shard's files that are on disk now, each counted at its size in the index.
+
+    The cache counts what is really there after each preparation instead of adding deltas, so a
+    file deleted behind its back can never stay counted (nor be counted twice once re-fetched).
+    """
+    total = 0
+    for pair in file_pairs:
+        for info in pair:
+            if info is not None and os.path.isfile(os.path.join(src.local_dir, info.basename)):
+                total += info.bytes
+    return total
+
+
+def raw_files_present(local_dir: str, file_pairs: list[tuple[FileInfo, FileInfo | None]]) -> bool:
+    """Whether every raw (readable) file of a shard exists: a few `stat` calls, no reads."""
+    return all(os.path.isfile(os.path.join(local_dir, raw.basename)) for raw, _ in file_pairs)
