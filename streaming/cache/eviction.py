@@ -1,8 +1,8 @@
 """Which shards to evict to make room: a pure decision, no files, no locks.
 
-The reference evicts the least recently used shard, which on a known sample order often throws out
-a shard the very next batches need. We know the order, so we prefer shards that are needed last
-(or never again this epoch), Belady-style, and fall back to least-recently-used among equals.
+Least recently used first, as the reference does. Given each shard's next use in the known sample
+order (`next_use`), it prefers shards needed last or never again (Belady-style) and uses recency
+only among equals; the node cache does not publish next uses yet, so the runtime is LRU today.
 """
 
 from __future__ import annotations
