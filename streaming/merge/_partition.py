@@ -1,0 +1,117 @@
+"""One sub-dataset of a merge: read its index.json, check its shard files, prefix its entries.
+
+Reads the index locally or downloads it, refuses a sub-dataset whose files are missing or
+truncated (`IncompletePartitionError`), and rewrites shard names relative to the output root.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from streaming.format.index import ShardEntry
+from streaming.merge._locate import IndexSource, _has_scheme, _open_store, _relative, _url_dir
+
+
+class IncompletePartitionError(FileNotFoundError):
+    """A sub-dataset whose index names files that are missing or of the wrong size."""
+
+
+@dataclass
+class _Partition:
+    directory: str  # the directory holding the sub-dataset (local path or URL)
+    local: bool
+    text: bytes  # its index.json
+
+
+def _read_partition(url: IndexSource, temp_root: str, timeout: float) -> _Partition:
+    """Read one sub-dataset index, downloading it if it is not available locally."""
+    if isinstance(url, tuple):
+        if os.path.exists(url[0]):
+            src = url[0]
+        elif url[1]:
+            src = url[1]
+        else:
+            raise FileNotFoundError(
+                f"Check data availability! local index {url[0]} is not accessible."
+                f"remote index {url[1]} does not have a valid url format")
+    else:
+        src = url
+    if not _has_scheme(src):
+        with open(src, "rb") as file:
+            return _Partition(os.path.dirname(src), True, file.read())
+    from streaming.storage import fetch
+
+    dest = os.path.join(temp_root, urllib.parse.urlparse(src).path.lstrip("/"))
+    try:
+        fetch(_open_store(_url_dir(src)), src.rstrip("/").rsplit("/", 1)[-1], dest,
+              timeout=timeout)
+        with open(dest, "rb") as file:
+            return _Partition(_url_dir(src), False, file.read())
+    except Exception as err:
+        raise RuntimeError(f"Failed to download index.json: {src} to {dest}") from err
+
+
+def _files_home(part: _Partition, url: IndexSource, remote: str | None) -> str | None:
+    """The remote directory whose listing must hold the shards, or None to check locally.
+
+    When the merged index is published remotely, the shards must be there, whichever side the
+    sub-dataset's index was read from.
+    """
+    if not part.local:
+        return part.directory
+    if remote is not None and isinstance(url, tuple) and url[1]:
+        return _url_dir(url[1])
+    return None
+
+
+def _check_files(part: _Partition, entries: list[ShardEntry], home: str | None) -> None:
+    """Refuse a sub-dataset whose shard files are not all there (raw or zip form, right size).
+
+    Raises:
+        IncompletePartitionError: naming the first missing or truncated file.
+    """
+    present = None if home is None else set(_open_store(home).list())
+    for entry in entries:
+        for raw, packed in ((entry.raw_data, entry.zip_data), (entry.raw_meta, entry.zip_meta)):
+            if raw is None:
+                continue
+            forms = [info for info in (packed, raw) if info is not None]
+            if not any(_file_ok(part, info, present) for info in forms):
+                raise IncompletePartitionError(
+                    f"Sub-dataset {home or part.directory} is incomplete: its index names "
+                    f"{forms[0].basename} ({forms[0].bytes} bytes), which is missing or "
+                    "truncated.")
+
+
+def _file_ok(part: _Partition, info: Any, present: set[str] | None) -> bool:
+    if present is not None:
+        return info.basename in present
+    try:
+        return os.path.getsize(os.path.join(part.directory, info.basename)) == info.bytes
+    except OSError:
+        return False
+
+
+def _prefixed(shards: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    for shard in shards:
+        for key in ("raw_data", "zip_data", "raw_meta", "zip_meta"):
+            if shard.get(key):
+                shard[key]["basename"] = posixpath.join(prefix, shard[key]["basename"])
+    return shards
+
+
+def _prefix_of(part: _Partition, url: IndexSource, local: str | None,
+               remote: str | None) -> str | None:
+    """The sub-dataset's directory relative to the output root (the reference: its basename)."""
+    candidates = [(part.directory, local if part.local else remote)]
+    if isinstance(url, tuple):
+        candidates += [(os.path.dirname(url[0]), local), (_url_dir(url[1]), remote)]
+    for directory, root in candidates:
+        rel = _relative(directory, root)
+        if rel is not None:
+            return rel
+    return os.path.basename(part.directory.rstrip("/")) or None

@@ -1,0 +1,38 @@
+"""Publishing a merged index: write it atomically at the local root, then upload if remote.
+
+Also drops the local side of `out` when the caller asked not to keep it. Knows nothing about
+sub-datasets; it is handed the final shard list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from streaming.format.fileio import write_atomic
+from streaming.format.index import get_index_basename
+from streaming.merge._locate import _open_store
+
+if TYPE_CHECKING:
+    from streaming.merge import MergeReport
+
+
+def _publish(shards: list[dict[str, Any]], local: str | None, remote: str | None,
+             keep_local: bool, temp_root: str, report: MergeReport) -> None:
+    """Write the merged index atomically into the local root, then upload it if remote."""
+    text = json.dumps({"version": 2, "shards": shards}).encode("utf-8")
+    directory = local if local is not None else temp_root
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, get_index_basename())
+    write_atomic(path, [text])
+    if remote is not None:
+        from streaming.storage import push
+
+        push(_open_store(remote), path, get_index_basename())
+        report.remote_index = f"{remote}/{get_index_basename()}"
+    if local is not None and (keep_local or remote is None):
+        report.index_path = path
+    elif local is not None:
+        shutil.rmtree(local, ignore_errors=True)
