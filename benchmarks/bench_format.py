@@ -72,7 +72,7 @@ def run_worker(python: str, impl: str, workload: str, n: int, workdir: str,
     """One worker process; returns its measurements or {'error': why}."""
     out = os.path.join(workdir, f"{impl}-{workload}")
     spec = {"impl": impl, "workload": workload, "n": n, "out": out, "repeat": repeat,
-            "random": impl != "litdata"}
+            "random": impl != "litdata", "floor": impl == "ours" and workload == "images"}
     try:
         proc = subprocess.run([python, WORKER, json.dumps(spec)], capture_output=True, text=True,
                               env=_env(impl), cwd=workdir, timeout=900)
@@ -118,7 +118,7 @@ def _target_for(op: str, workload: str) -> Target | None:
 def build_rows(results: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Table rows: one per (operation, workload), with ratio and verdict when targeted."""
     rows = []
-    for op in ("write", "read", "random"):
+    for op in ("write", "read", "random", "floor"):
         for workload, by_impl in results.items():
             lit = results.get("tokens", {}).get("litdata") if workload == "tokens_dyn" else None
             res = {impl: by_impl.get(impl) or {"error": "not run"} for impl in IMPLS}
@@ -164,6 +164,22 @@ def print_table(rows: list[dict[str, Any]], errors: dict[str, str]) -> None:
               + f"{cpu:>20}  {ratio:<14}{cpu_ratio:<10}{target:<8}{row.get('verdict', '-')}")
     for impl, why in errors.items():
         print(f"{impl}: skipped: {why}")
+    print_floor(rows)
+
+
+def print_floor(rows: list[dict[str, Any]]) -> None:
+    """How far the in-order images read can go: litdata's read time over the floor's (a copy
+    into `bytes` and the touch per sample, nothing else) caps the ratio any such reader gets."""
+    floor = next((r for r in rows if r["op"] == "floor" and r["workload"] == "images"), None)
+    read = next((r for r in rows if r["op"] == "read" and r["workload"] == "images"), None)
+    if not floor or not read or not floor["rates"]["ours"] or not read["rates"]["litdata"]:
+        return
+    cap = floor["rates"]["ours"] / read["rates"]["litdata"]
+    cpu_cap = read["cpu"]["litdata"] / floor["cpu"]["ours"] if floor["cpu"]["ours"] else 0.0
+    print(f"floor  images: each image read once into a new bytes (a copy out of a mapping or "
+          f"os.pread, the faster) + the touch, no decoding: {floor['cpu']['ours']:.1f} us/smp "
+          f"CPU; floor/litdata = {cap:.2f}x wall, {cpu_cap:.2f}x CPU (the cap of any in-order "
+          "read returning bytes on this machine)")
 
 
 def default_workdir(quick: bool) -> str | None:

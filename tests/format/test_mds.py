@@ -17,6 +17,7 @@ from formats_support import materialise, read_all, scratch_dir, same
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format import MDSReader, MDSWriter, load_readers
 from streaming.format.fileio import registry
+from streaming.format.mds import reader as mds_reader
 
 GOLDEN_HEAD = "02000000dd000000f80000000f010000"
 GOLDEN_SAMPLES = (
@@ -165,6 +166,36 @@ def test_sequential_matches_random_access_across_blocks(tmp_path) -> None:
     assert same(reader.decode_range(4090, 4100), reader[4090:4100])
     assert list(reader.iter_range(8990, 10**6))[-1]["id"] == 8999
     assert list(reader.iter_range(5, 5)) == []
+
+
+def test_block_samples_are_bounded_by_bytes_and_count() -> None:
+    assert mds_reader.block_samples(0) == mds_reader.block_samples(1) == 4096
+    assert mds_reader.block_samples(2060) == 4096  # tokens: the count bound
+    assert mds_reader.block_samples(100_000) == (64 << 20) // 100_000  # images: the byte bound
+    assert mds_reader.block_samples(1 << 30) == 1  # a sample larger than a block: one at a time
+
+
+def test_sequential_blocks_of_wide_samples(tmp_path, monkeypatch) -> None:
+    with MDSWriter(columns={"image": "bytes", "label": "int"}, out=str(tmp_path),
+                   size_limit=None) as writer:
+        for i in range(60):  # uniform 1000-byte images, then ragged sizes
+            size = 1000 if i < 35 else 500 + 37 * i
+            writer.write({"image": bytes([i]) * size, "label": i})
+    monkeypatch.setattr(mds_reader, "_BLOCK_BYTES", 4000)  # ~4 samples per block
+    ranges: list[tuple[int, int]] = []
+    real_prefetch = mds_reader.prefetch
+    monkeypatch.setattr(mds_reader, "prefetch",
+                        lambda view, a, b: ranges.append((a, b)) or real_prefetch(view, a, b))
+    reader = load_readers(str(tmp_path))[0]
+    expected = [reader[i] for i in range(reader.samples)]
+    for start, stop in [(0, 60), (3, 41), (34, 36), (59, 60)]:
+        ranges.clear()
+        got = list(reader.iter_range(start, stop))
+        assert got == expected[start:stop]
+        assert all(type(item["image"]) is bytes for item in got)  # a copy, never a view
+        assert len(ranges) >= (stop - start) // 4
+        assert max(b - a for a, b in ranges) <= 4000 + 3000  # one block's bytes, ragged tail
+    assert same(reader.decode_range(30, 40), reader[30:40])
 
 
 def test_sample_data_is_zero_copy(tmp_path) -> None:

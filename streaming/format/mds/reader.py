@@ -2,8 +2,9 @@
 
 The shard is mapped read-only once; the offsets header is checked once (a truncated or
 inconsistent file raises `ShardFormatError` naming it) and then read in place. Random access
-slices the mapping; in-order reading decodes blocks of equally laid-out samples column by
-column through the encodings' `decode_many`, over strided views of the mapping.
+slices the mapping; in-order reading decodes blocks (bounded in samples and in bytes) of
+equally laid-out samples column by column through the encodings' `decode_many`, over strided
+views of the mapping, and copies variable-size values lazily, one sample at a time.
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ __all__ = ["MDSReader"]
 
 _UINT32 = struct.Struct("<I")
 _PAIR = struct.Struct("<II")
-_BLOCK = 4096  # samples decoded together on the sequential path
+# A sequential block is mapped in (MADV_POPULATE_READ, which also reads pages missing from the
+# page cache) before its first sample is yielded, so its bytes bound the latency to that sample
+# and the page-table work done ahead. Values are copied lazily, one sample at a time, so the
+# block size does not matter to the CPU caches; fewer, larger blocks cost less per sample
+# (measured: 4 MiB blocks of 100 KB samples +1.5 us per sample against whole 64 MiB shards).
+_BLOCK_BYTES = 64 << 20  # at most this many sample bytes per block (the default shard size) ...
+_BLOCK_MAX = 4096  # ... and at most this many samples (tiny samples)
+
+
+def block_samples(mean_size: int) -> int:
+    """Samples per sequential block: `_BLOCK_BYTES` worth of them, within ``[1, _BLOCK_MAX]``."""
+    return max(1, min(_BLOCK_MAX, _BLOCK_BYTES // max(mean_size, 1)))
 
 
 class _Column(NamedTuple):
@@ -165,8 +177,10 @@ class MDSReader(JointReader):
             return
         state = self._opened()
         columns = self._columns or self._plan()
-        for begin in range(start, stop, _BLOCK):
-            yield from self._decode_block(state, columns, begin, min(begin + _BLOCK, stop))
+        step = block_samples(
+            (int(state.offsets[stop]) - int(state.offsets[start])) // (stop - start))
+        for begin in range(start, stop, step):
+            yield from self._decode_block(state, columns, begin, min(begin + step, stop))
 
     def _decode_block(self, state: _Mapped, columns: list[_Column], begin: int,
                       end: int) -> Iterator[dict[str, Any]]:
