@@ -26,6 +26,7 @@ from streaming.checkpoint import (
 )
 from streaming.config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.coord import open_namespace
+from streaming.coord.barrier import LATCH_SLOTS, Latch, once_per_node
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.defaults import resolve_num_canonical_nodes, resolve_shuffle_block_size
 from streaming.order.world import World
@@ -167,24 +168,39 @@ class StreamingDataset(Array, IterableDataset):
         return limit
 
     def _open_node_state(self) -> None:
-        """Attach the node-shared objects; the node's first process records the cache."""
+        """Attach the node-shared objects; the node's first process sets the cache up.
+
+        Whichever process creates the shard table (any rank may win that race) caches each
+        stream's index, reconciles the cache directory and records what it holds; it needs
+        nothing another process writes. The others wait until it is done (at once if it fails or
+        dies), so none touches shard states before they are set. Each process then joins the
+        epoch barrier as a member, so a rank that dies makes its peers' barrier fail fast.
+        """
         locals_ = [os.path.abspath(s.local_dir) for s in self.streams]
         remotes = [s.remote_dir for s in self.streams]
         ns = open_namespace(locals_, remotes)
         self._namespace = ns
         self._cache = NodeCache(ns, self.shards, [s.source for s in self.streams],
                                 self.stream_per_shard, self.cache_limit)
-        if self._cache.claims.states.created:
-            present = np.zeros(self.num_shards, np.int64)
-            for stream_id, stream in enumerate(self.streams):
-                begin = int(self.shard_offset_per_stream[stream_id])
-                end = begin + int(self.shards_per_stream[stream_id])
-                stream.set_up_local(self.shards[begin:end], present[begin:end])
-            self._cache.set_up(sum(s.get_index_size() for s in self.streams), present)
+        first = self._cache.claims.states.created
+        once_per_node(Latch(ns.array("setup", np.int64, LATCH_SLOTS)), first, self._set_up_cache,
+                      f"The cache set-up of {locals_}")
+        for stream in self.streams:
+            stream.release_index()
         self._next_epoch = ns.scalar("next_epoch")
         self._resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
         self._epoch_barrier = ns.barrier("epoch")
+        self._epoch_barrier.join()
         self._plan_board = ns.board("plan")
+
+    def _set_up_cache(self) -> None:
+        """Cache the indexes and record the bytes of each shard already present (once per node)."""
+        present = np.zeros(self.num_shards, np.int64)
+        for stream_id, stream in enumerate(self.streams):
+            begin = int(self.shard_offset_per_stream[stream_id])
+            end = begin + int(self.shards_per_stream[stream_id])
+            stream.set_up_local(self.shards[begin:end], present[begin:end])
+        self._cache.set_up(sum(s.get_index_size() for s in self.streams), present)
 
     # ------------------------------------------------------------------------- sizes
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import secrets
 import tempfile
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.format.index import get_index_basename, parse_index
+from streaming.errors import IndexFormatError
+from streaming.format.index import get_index_basename, naming_index, parse_index
 from streaming.order.weighting import (
     StreamWeights,
     apply_weights,
@@ -99,6 +101,8 @@ class Stream:
             self.keep_zip = keep_zip
             self.safe_keep_zip = self._safe_keep_zip(keep_zip)
         self._store: Any | None = None
+        self._index_size: int | None = None  # bytes of the index loaded by `get_shards`
+        self._pending_index: bytes | None = None  # remote index text not cached yet
         if remote is not None:
             self._open_store()  # an unsupported scheme fails here, at construction
 
@@ -185,23 +189,28 @@ class Stream:
 
     # ----------------------------------------------------------------------------------- shards
 
-    def _read_index_text(self, world: World | None) -> bytes:
-        """The index to use: the remote's current one when there is a remote, else the cache's.
+    def _read_index_text(self) -> tuple[bytes, str, bool]:
+        """The index to use: (text, where it came from, whether it came from the remote).
 
-        The local leader of the node refreshes the cached copy atomically; if the remote is
-        unreachable but a cached copy exists, the cached copy is used with a warning.
+        With a remote, its current index is read with the stream's retries and per-attempt
+        deadline (one dropped connection or a stalled server costs an attempt, not the
+        dataset). If the remote is unreachable but a cached copy exists, that copy is used with
+        a warning; a missing or forbidden remote index is never papered over.
         """
+        from streaming.storage.transfer import read
+
         filename = os.path.join(self.local_dir, get_index_basename())
-        store = self.source().store
-        if store is None:
+        source = self.source()
+        if source.store is None:
             if not os.path.exists(filename):
                 raise RuntimeError(
                     f"No `remote` provided, but local file {filename} does not exist either"
                 )
             with open(filename, "rb") as f:
-                return f.read()
+                return f.read(), filename, False
         try:
-            text = store.get(get_index_basename())
+            text = read(source.store, get_index_basename(), retries=source.retries,
+                        timeout=source.timeout)
         except (FileNotFoundError, PermissionError):
             raise
         except Exception as err:  # network trouble: fall back to a cached copy if there is one
@@ -210,37 +219,66 @@ class Stream:
             logger.warning("Could not refresh %s from %s (%s); using the cached copy.",
                            filename, self.remote_dir, err)
             with open(filename, "rb") as f:
-                return f.read()
-        if world is None or world.is_local_leader:
-            self._refresh_cached_index(filename, text)
-        return text
+                return f.read(), filename, False
+        return text, source.store.url_for(get_index_basename()), True
 
-    def _refresh_cached_index(self, filename: str, text: bytes) -> None:
+    def _cache_index(self) -> None:
+        """Write the remote index read by `get_shards` into the cache, dropping stale files.
+
+        Runs once per node (see `set_up_local`), after the text parsed and its readers were
+        built, so an index that cannot be used is never cached. A cached copy that cannot be
+        parsed (an older bad download, a truncated write) vouches for nothing: there is nothing
+        to compare, so nothing is dropped, and it is simply replaced.
+        """
         from streaming.cache.staleness import drop_stale_files
 
+        text, self._pending_index = self._pending_index, None
+        if text is None:
+            return
+        filename = os.path.join(self.local_dir, get_index_basename())
         os.makedirs(os.path.dirname(filename), exist_ok=True)
         if os.path.exists(filename):
             with open(filename, "rb") as f:
                 old = f.read()
             if old == text:
                 return
-            drop_stale_files(self.local_dir, parse_index(old, filename), parse_index(text))
-        tmp = f"{filename}.tmp.{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(text)
-        os.replace(tmp, filename)
+            try:
+                drop_stale_files(self.local_dir, parse_index(old, filename), parse_index(text))
+            except IndexFormatError as err:  # includes unsafe file names in the old copy
+                logger.warning("Replacing the unusable cached index %s (%s).", filename, err)
+        tmp = f"{filename}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(text)
+            os.replace(tmp, filename)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     def get_shards(self, world: World | None = None, allow_unsafe_types: bool = False) -> list[Reader]:
-        """Load this stream's index into shard readers, refusing unsafe encodings unless allowed."""
+        """Load this stream's index into shard readers, refusing unsafe encodings unless allowed.
+
+        The remote index is parsed (and its readers built) before anything is cached. Caching it
+        is part of the node's cache set-up (`set_up_local`, done by one process per node) so no
+        process ever depends on a file another one may not have written yet; with `world=None`
+        (no dataset, no node to coordinate) it is cached here.
+        """
         from streaming.format import reader_from_json
 
-        filename = os.path.join(self.local_dir, get_index_basename())
-        entries = parse_index(self._read_index_text(world), filename)
+        text, where, from_remote = self._read_index_text()
+        entries = parse_index(text, where)
         shards = []
         for entry in entries:
-            shard = reader_from_json(self.local, self.split, entry)
+            try:
+                shard = reader_from_json(self.local, self.split, entry)
+            except IndexFormatError as err:
+                raise naming_index(err, where) from None
             shard.validate(allow_unsafe_types)
             shards.append(shard)
+        self._index_size = len(text)
+        self._pending_index = text if from_remote else None
+        if world is None:
+            self._cache_index()
         return shards
 
     def prepare_shard(self, shard: Reader) -> int:
@@ -248,7 +286,12 @@ class Stream:
         return prepare_shard_files(self.source(), shard.file_pairs, shard.compression).delta_bytes
 
     def set_up_local(self, shards: list[Reader], cache_usage_per_shard: np.ndarray) -> None:
-        """Reconcile the cache directory with the index; record bytes present per shard."""
+        """Reconcile the cache directory with the index; record bytes present per shard.
+
+        Called by one process per node: it also caches the index `get_shards` read (dropping
+        files the new index no longer vouches for) before looking at what is present.
+        """
+        self._cache_index()
         listing = set()
         for dirname, _, files in os.walk(self.local_dir):
             listing.update(os.path.join(dirname, name) for name in files)
@@ -257,12 +300,19 @@ class Stream:
             cache_usage_per_shard[i] = shard.set_up_local(listing, keep_zip)
 
     def get_index_size(self) -> int:
-        """Bytes of this stream's cached index.json."""
+        """Bytes of this stream's index.json (as loaded: the cached copy may not be written yet)."""
+        if self._index_size is not None:
+            return self._index_size
         return os.stat(os.path.join(self.local_dir, get_index_basename())).st_size
+
+    def release_index(self) -> None:
+        """Forget the index text kept for the node's set-up (another process of the node did it)."""
+        self._pending_index = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_store"] = None  # stores rebuild their clients in the new process
+        state["_pending_index"] = None  # the node's set-up is done before workers exist
         return state
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "dump_index",
     "get_index_basename",
     "load_index",
+    "naming_index",
     "parse_index",
     "shard_path",
 ]
@@ -69,6 +70,18 @@ def check_basename(basename: Any) -> str:
             f"Shard file name {basename!r} would resolve outside the dataset directory."
         )
     return basename
+
+
+def naming_index(err: IndexFormatError, filename: str) -> IndexFormatError:
+    """`err` (same class) saying which index it is about.
+
+    Entries are checked one at a time, away from the file they came from (a reader gets one
+    shard's dict), so the error of a bad basename or field names only the entry. The caller that
+    knows the file or URL adds it here, so a user can tell which dataset of a mix is broken.
+    """
+    if filename in str(err) or isinstance(err, CorruptIndexError):
+        return err  # parse_index's own errors already name the file
+    return type(err)(f"{err} (in the index {filename})")
 
 
 def shard_path(dirname: str, split: str | None, basename: str) -> str:

@@ -74,9 +74,13 @@ def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
     assert len(workers) == 2
     for pid in workers:
         os.kill(pid, signal.SIGKILL)
-    with pytest.raises(RuntimeError, match="DataLoader worker"):
+    # Usually torch's "DataLoader worker ... exited unexpectedly"; if a worker dies while handing
+    # a batch over, receiving the batch's shared-memory handle fails first (torch, not us).
+    with pytest.raises((RuntimeError, ConnectionResetError)) as failure:
         for _ in it:
             pass
+    if failure.type is RuntimeError:
+        assert "DataLoader worker" in str(failure.value)
     del it, loader
     ds.close()
     del ds

@@ -34,18 +34,10 @@ def run_epoch(nodes: int, ranks: int, job: dict[str, Any], env: dict[str, str],
     reports = tmp / f"reports-{port}"
     reports.mkdir()
     procs = []
-    # Local leaders start first, and the other ranks once the leader has cached the index: a
-    # non-leader that creates the node's shared state first reads `<cache>/index.json` before
-    # the leader wrote it (FileNotFoundError in `Stream.get_index_size`, and its peer then waits
-    # in the epoch barrier for minutes). That is a runtime race, reported in docs/storage.md;
-    # this test is about egress, so it sidesteps it.
-    order = sorted(range(world), key=lambda rank: rank % ranks != 0)
-    for rank in order:
+    # All ranks start together, in any order: whichever rank of a node creates its shared state
+    # sets the cache up (test_storage_startup.py pins the non-leader-first order).
+    for rank in range(world):
         cache = tmp / f"node{rank // ranks}"
-        if rank % ranks:
-            deadline = time.monotonic() + 60
-            while not (cache / "index.json").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
         node_job = dict(job, cache=str(cache), reports=str(reports))
         rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank % ranks),
                         LOCAL_WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",

@@ -1,0 +1,104 @@
+"""Reading a dataset's remote index at construction: retries, deadlines, caching and healing.
+
+The index is read through `tests/storage/proxy.py` in front of the loopback HTTP server, so the
+first GET can be refused, cut or stalled for real. The index is cached only once it parsed, a
+cached copy that cannot be parsed is replaced, and the cache keeps working when the remote is
+unreachable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from streaming import StreamingDataset
+from streaming.errors import IndexFormatError
+from tests.storage.proxy import Fault, FaultProxy
+from tests.storage.sample_data import check_sample, publish
+from tests.storage.servers import Server
+
+N = 80  # 2 shards
+
+
+@pytest.fixture
+def proxied(http_server: Server) -> Iterator[tuple[str, str, FaultProxy]]:
+    """(dataset URL through a fresh proxy, the same dataset's direct URL, the proxy)."""
+    url = publish(http_server, N)
+    proxy = FaultProxy(http_server.host_port)
+    try:
+        yield url.replace(f":{http_server.host_port[1]}/", f":{proxy.port}/"), url, proxy
+    finally:
+        proxy.stop()
+
+
+def _open(remote: str, cache: Any, **kwargs: Any) -> StreamingDataset:
+    kwargs.setdefault("download_retry", 2)
+    return StreamingDataset(remote=remote, local=str(cache), batch_size=4, **kwargs)
+
+
+def _served_index(http_server: Server, url: str) -> bytes:
+    root = http_server.extra["httpd"].root
+    with open(f"{root}/data/{url.rsplit('/', 1)[1]}/index.json", "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("fault", [Fault("refuse"), Fault("drop", after_bytes=60)],
+                         ids=["refused", "cut"])
+def test_a_failed_first_index_read_is_retried(proxied: tuple[str, str, FaultProxy],
+                                              http_server: Server, fault: Fault,
+                                              tmp_path: Any) -> None:
+    url, direct, proxy = proxied
+    proxy.queue(fault)
+    with _open(url, tmp_path / "cache") as dataset:
+        assert dataset.num_samples == N
+        assert proxy.connections >= 2  # the failed connection, then the retry
+        assert (tmp_path / "cache" / "index.json").read_bytes() == _served_index(http_server,
+                                                                                 direct)
+
+
+def test_a_stalled_index_read_is_cut_by_download_timeout(proxied: tuple[str, str, FaultProxy],
+                                                         tmp_path: Any) -> None:
+    url, _, proxy = proxied
+    proxy.queue(Fault("stall", delay=30))
+    started = time.monotonic()
+    with _open(url, tmp_path / "cache", download_timeout=1) as dataset:
+        assert dataset.num_samples == N
+    assert time.monotonic() - started < 8  # one 1 s attempt and a ~1.5 s pause, not 30-60 s
+
+
+def test_an_unreachable_remote_falls_back_to_the_cached_index(
+        proxied: tuple[str, str, FaultProxy], tmp_path: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    url, _, proxy = proxied
+    with _open(url, tmp_path / "cache") as dataset:
+        assert sorted(check_sample(s) for s in dataset) == list(range(N))
+    proxy.reset(default=Fault("refuse"))
+    with _open(url, tmp_path / "cache", download_retry=1) as dataset:
+        assert sorted(check_sample(s) for s in dataset) == list(range(N))  # shards are cached
+    assert "using the cached copy" in caplog.text
+
+
+def test_an_unparseable_cached_index_is_replaced(http_server: Server, tmp_path: Any) -> None:
+    url = publish(http_server, N)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "index.json").write_bytes(b'{"version": 2, "sha')  # a truncated earlier copy
+    with _open(url, cache) as dataset:
+        assert sorted(check_sample(s) for s in dataset) == list(range(N))
+    assert (cache / "index.json").read_bytes() == _served_index(http_server, url)
+
+
+def test_a_bad_remote_index_is_neither_cached_nor_over_a_good_copy(http_server: Server,
+                                                                   tmp_path: Any) -> None:
+    url = publish(http_server, N)
+    cache = tmp_path / "cache"
+    _open(url, cache).close()
+    good = (cache / "index.json").read_bytes()
+    http_server.seed(f"{url}/index.json", b"<html>maintenance</html>")
+    with pytest.raises(IndexFormatError, match=f"Index file at {url}/index.json is empty or "
+                       "corrupted"):
+        _open(url, cache)
+    assert (cache / "index.json").read_bytes() == good
