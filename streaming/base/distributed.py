@@ -2,26 +2,7 @@
 
 from __future__ import annotations
 
-from streaming.distributed import (
-    all_gather,
-    all_gather_object,
-    barrier,
-    broadcast,
-    get_local_rank,
-    get_local_world_size,
-    get_rank,
-    get_world_size,
-    maybe_init_dist,
-)
+from streaming import distributed as _distributed
+from streaming.distributed import *  # noqa: F403  (the same names, re-exported)
 
-__all__ = [
-    "all_gather",
-    "all_gather_object",
-    "barrier",
-    "broadcast",
-    "get_local_rank",
-    "get_local_world_size",
-    "get_rank",
-    "get_world_size",
-    "maybe_init_dist",
-]
+__all__ = list(_distributed.__all__)
