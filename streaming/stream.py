@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import secrets
 import tempfile
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.errors import IndexFormatError
+from streaming.format.fileio import write_atomic
 from streaming.format.index import get_index_basename, naming_index, parse_index
 from streaming.order.weighting import (
     StreamWeights,
@@ -246,14 +246,7 @@ class Stream:
                 drop_stale_files(self.local_dir, parse_index(old, filename), parse_index(text))
             except IndexFormatError as err:  # includes unsafe file names in the old copy
                 logger.warning("Replacing the unusable cached index %s (%s).", filename, err)
-        tmp = f"{filename}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(text)
-            os.replace(tmp, filename)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        write_atomic(filename, [text])
 
     def get_shards(self, world: World | None = None, allow_unsafe_types: bool = False) -> list[Reader]:
         """Load this stream's index into shard readers, refusing unsafe encodings unless allowed.

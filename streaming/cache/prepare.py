@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.errors import HashMismatchError
 from streaming.format.compression import decompress
+from streaming.format.fileio import write_atomic
 from streaming.format.hashing import get_hash
 
 if TYPE_CHECKING:
@@ -83,18 +84,6 @@ def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
                          fetch_seconds=result.seconds)
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def _prepare_part(src: ShardSource, raw: FileInfo, zip_: FileInfo | None,
                   compression: str | None) -> PrepareResult:
     out = PrepareResult()
@@ -119,7 +108,7 @@ def _prepare_part(src: ShardSource, raw: FileInfo, zip_: FileInfo | None,
         data = f.read()
     if not fetched_now:  # fetched files were verified in flight
         _verify(zip_path, src.validate_hash, zip_, data)
-    _write_atomically(raw_path, decompress(compression, data))
+    write_atomic(raw_path, [decompress(compression, data)])
     out.delta_bytes += raw.bytes
     if not src.keep_zip:
         os.remove(zip_path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import secrets
 import sys
 import threading
 import weakref
@@ -53,10 +54,11 @@ def _write_all(fd: int, parts: Sequence[Any]) -> None:
 def write_atomic(path: str, parts: Sequence[Any]) -> None:
     """Write `parts` (bytes-like, concatenated) to `path` so it never exists half-written.
 
-    The data goes to ``<path>.tmp.<pid>`` first and is renamed over `path` when complete; on any
-    error the temp file is removed and `path` is left untouched.
+    The data goes to ``<path>.tmp.<pid>.<random>`` first (unique, so threads or processes writing
+    the same path never share a temp file) and is renamed over `path` when complete; on any error
+    the temp file is removed and `path` is left untouched.
     """
-    tmp = f"{path}.tmp.{os.getpid()}"
+    tmp = f"{path}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
     try:
         try:

@@ -35,10 +35,14 @@ def read_all(dirname: str) -> tuple[list[dict], list[dict]]:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equality that treats arrays and numpy scalars by value, dtype and shape."""
+    """Equality that treats arrays and numpy scalars by value, dtype and shape.
+
+    Arrays compare by their bytes: a round trip must preserve them exactly (NaN included, which
+    value equality would call unequal to itself)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and a.shape == b.shape and np.array_equal(a, b))
+                and a.shape == b.shape
+                and (np.array_equal(a, b) if a.dtype.kind == "O" else a.tobytes() == b.tobytes()))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
