@@ -1,0 +1,160 @@
+"""In-order reading of large MDS samples with `os.pread` (`MDSReader._pread_block`).
+
+Blocks whose samples average `_PREAD_MIN` bytes or more are read with one `os.pread` per large
+value and one per run of small values (the run ending a sample also reads the next header).
+These tests check that path returns exactly what random access (the mapping) returns, on every
+layout, at block boundaries and sub-ranges, and that it never mixes in a newer file.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formats_support import same, scratch_dir
+from streaming.errors import ShardFormatError
+from streaming.format import MDSWriter, load_readers
+from streaming.format.mds import reader as mds_reader
+
+BIG = mds_reader._PREAD_MIN
+
+COLUMNS = {
+    "a_id": "int",  # small, fixed, before everything
+    "b_img": "bytes",  # large or small, variable
+    "c_caption": "str",  # small, variable, between two large ones
+    "d_arr": "ndarray:uint8",  # large or small, variable (shape stored per sample)
+    "e_fixed": f"ndarray:uint8:{BIG}",  # large, fixed size
+    "z_label": "int",  # small, fixed, last
+}
+
+
+def _sample(i: int, img: int, arr: int) -> dict:
+    rng = np.random.default_rng(i)
+    return {
+        "a_id": i,
+        "b_img": rng.bytes(img),
+        "c_caption": "x" * (i % 5),
+        "d_arr": rng.integers(0, 256, arr, dtype=np.uint8),
+        "e_fixed": np.full(BIG, i % 256, np.uint8),
+        "z_label": -i,
+    }
+
+
+def _write(out: str, sizes: list[tuple[int, int]]) -> list[dict]:
+    samples = [_sample(i, img, arr) for i, (img, arr) in enumerate(sizes)]
+    with MDSWriter(columns=COLUMNS, out=out, size_limit=None, exist_ok=True) as writer:
+        for sample in samples:
+            writer.write(sample)
+    return samples
+
+
+@pytest.fixture
+def counted_preads(monkeypatch):
+    calls: list[int] = []
+    real = os.pread
+
+    def pread(fd: int, size: int, at: int) -> bytes:
+        calls.append(size)
+        return real(fd, size, at)
+
+    monkeypatch.setattr(os, "pread", pread)
+    return calls
+
+
+def test_in_order_read_matches_random_access_and_uses_pread(tmp_path, counted_preads) -> None:
+    sizes = [(100_000 if i % 3 else 10, 3 * BIG if i % 2 else 7) for i in range(30)]
+    samples = _write(str(tmp_path), sizes)
+    reader = load_readers(str(tmp_path))[0]
+    by_index = [reader[i] for i in range(reader.samples)]
+    assert not counted_preads  # random access reads the mapping
+    in_order = list(reader)
+    assert same(in_order, samples) and same(by_index, samples)
+    assert all(type(s["b_img"]) is bytes for s in in_order)
+    assert [list(s) for s in in_order] == [list(COLUMNS)] * len(samples)  # column order kept
+    assert all(not s["e_fixed"].flags.writeable for s in in_order)  # like the mapped path
+    # At most: header, each large value, each run of small ones between them (4 + 3 runs).
+    assert len(samples) * 3 <= len(counted_preads) <= len(samples) * 8
+    assert max(counted_preads) == 100_000  # large values are read alone, never as one sample
+
+
+def test_small_samples_stay_on_the_mapping(tmp_path, counted_preads) -> None:
+    with MDSWriter(columns={"image": "bytes", "label": "int"}, out=str(tmp_path)) as writer:
+        for i in range(50):
+            writer.write({"image": bytes([i]) * 1000, "label": i})
+    reader = load_readers(str(tmp_path))[0]
+    assert [s["label"] for s in reader] == list(range(50))
+    assert not counted_preads
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 9, BIG - 1, BIG, 3 * BIG]),
+                          st.sampled_from([1, 5, BIG, 2 * BIG + 3])), min_size=1, max_size=14),
+       st.integers(1, 5), st.data())
+def test_blocks_and_sub_ranges(sizes: list[tuple[int, int]], per_block: int,
+                               data: st.DataObject) -> None:
+    with scratch_dir() as out:
+        samples = _write(out, sizes)
+        reader = load_readers(out)[0]
+        old = mds_reader._BLOCK_BYTES
+        mds_reader._BLOCK_BYTES = per_block * (2 * BIG)  # a few samples per block
+        try:
+            assert same(list(reader), samples)
+            start = data.draw(st.integers(0, len(samples)))
+            stop = data.draw(st.integers(start, len(samples) + 2))
+            assert same(list(reader.iter_range(start, stop)), samples[start:stop])
+        finally:
+            mds_reader._BLOCK_BYTES = old
+
+
+def test_a_replaced_or_deleted_file_is_read_from_the_mapping(tmp_path, counted_preads) -> None:
+    samples = _write(str(tmp_path / "a"), [(50_000, 9)] * 6)
+    other = _write(str(tmp_path / "b"), [(40_000, 5)] * 6)
+    reader = load_readers(str(tmp_path / "a"))[0]
+    assert reader[0]["a_id"] == 0  # mapped now
+    path = tmp_path / "a" / "shard.00000.mds"
+    os.replace(tmp_path / "b" / "shard.00000.mds", path)
+    assert same(list(reader), samples)  # the file it mapped, not the new one
+    assert not counted_preads
+    reader.close()
+    assert same(list(reader), other)  # re-mapped: now the new file, by pread
+    assert counted_preads
+    counted_preads.clear()
+    reader.close()
+    assert reader[1]["a_id"] == 1
+    os.remove(path)
+    assert same(list(reader), other)  # deleted while mapped: the mapping still reads
+    assert not counted_preads
+
+
+def test_lengths_that_do_not_add_up(tmp_path) -> None:
+    _write(str(tmp_path), [(100_000, 9)] * 4)
+    path = tmp_path / "shard.00000.mds"
+    reader = load_readers(str(tmp_path))[0]
+    offsets = np.frombuffer(path.read_bytes(), "<u4", 5, 4)
+    data = bytearray(path.read_bytes())
+    at = int(offsets[2])  # sample 2's header: its first length is the image's
+    data[at:at + 4] = (100_001).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    samples = reader.iter_range()
+    assert [next(samples)["a_id"], next(samples)["a_id"]] == [0, 1]
+    with pytest.raises(ShardFormatError, match="holds .* bytes but its header and columns take"):
+        next(samples)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_an_abandoned_read_closes_its_descriptor(tmp_path) -> None:
+    _write(str(tmp_path), [(100_000, 9)] * 8)
+    reader = load_readers(str(tmp_path))[0]
+    reader[0]
+    before = len(os.listdir("/proc/self/fd"))
+    samples = reader.iter_range()
+    next(samples)
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    samples.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert same(list(reader.iter_range(7)), [reader[7]])
+    assert len(os.listdir("/proc/self/fd")) == before
