@@ -1,10 +1,11 @@
-"""One timed benchmark process: write, then read in order, then read at random, one library.
+"""One timed benchmark process of one library: `build` (write, then read at random) or one
+in-order `read` pass over what `build` wrote.
 
 Run by bench_format.py under the interpreter of the library being measured (ours, the reference
 mosaicml-streaming or litdata), so it imports nothing from this repository and works on any
 numpy >= 1.24. Prints `RESULT <json>` as its last stdout line. Inputs are seeded, so every
 library gets the same samples; the page cache is warmed the same way for all before a read.
-With ours on the images workload it also times `floor_read`, a library-free lower bound.
+With ours on the images workload a read pass also times `floor_read`, a library-free bound.
 """
 
 from __future__ import annotations
@@ -200,8 +201,9 @@ def _fresh_write(write: Callable[[str, int, str], None], workload: str, n: int,
     return _timed(lambda: write(workload, n, out))
 
 
-def run(impl: str, workload: str, n: int, out: str, repeat: int, random_reads: bool,
-        floor: bool = False) -> dict:
+def build(impl: str, workload: str, n: int, out: str, repeat: int,
+          random_reads: bool) -> dict[str, Any]:
+    """Timed writes (the last one stays in `out` for the read passes) and random access."""
     _, key, other = WORKLOADS[workload]
     _import(impl)
     make_inputs(workload, n)
@@ -213,13 +215,7 @@ def run(impl: str, workload: str, n: int, out: str, repeat: int, random_reads: b
     result["write"] = _best([_fresh_write(write, workload, n, out) for _ in range(writes)])
     _INPUTS.clear()
     warm(out)
-    result["read"] = _best([_timed(lambda: _read_all(open_(out), key, other))
-                            for _ in range(repeat)])
     result["len"] = len(open_(out))
-    if floor:  # the cheaper of the two ways to get the bytes (which one varies by machine)
-        ways = (False, True) if hasattr(os, "pread") else (False,)
-        result["floor"] = _best([_timed(lambda: floor_read(out, by_pread))
-                                 for _ in range(repeat) for by_pread in ways])
     if random_reads:
         dataset = open_(out)
         rng = np.random.default_rng(99)
@@ -231,10 +227,27 @@ def run(impl: str, workload: str, n: int, out: str, repeat: int, random_reads: b
     return result
 
 
+def read_pass(impl: str, workload: str, out: str, floor: bool = False) -> dict[str, Any]:
+    """One in-order read of the dataset `build` left in `out` (opening it inside the timer), in
+    a fresh process; with `floor`, one library-free floor pass each way right after."""
+    _, key, other = WORKLOADS[workload]
+    _import(impl)
+    open_ = litdata_open if impl == "litdata" else streaming_open
+    warm(out)
+    result: dict[str, Any] = {"read": _timed(lambda: _read_all(open_(out), key, other))}
+    if floor:  # the cheaper of the two ways to get the bytes (which one varies by machine)
+        ways = (False, True) if hasattr(os, "pread") else (False,)
+        result["floor"] = _best([_timed(lambda: floor_read(out, by_pread)) for by_pread in ways])
+    return result
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    result = run(spec["impl"], spec["workload"], spec["n"], spec["out"], spec["repeat"],
-                 spec["random"], spec.get("floor", False))
+    if spec["mode"] == "build":
+        result = build(spec["impl"], spec["workload"], spec["n"], spec["out"], spec["repeat"],
+                       spec["random"])
+    else:
+        result = read_pass(spec["impl"], spec["workload"], spec["out"], spec.get("floor", False))
     print("RESULT " + json.dumps(result), flush=True)
 
 

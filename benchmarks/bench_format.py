@@ -67,27 +67,56 @@ def _env(impl: str) -> dict[str, str]:
     return env
 
 
-def run_worker(python: str, impl: str, workload: str, n: int, workdir: str,
-               repeat: int) -> dict[str, Any]:
+def run_worker(python: str, impl: str, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
     """One worker process; returns its measurements or {'error': why}."""
-    out = os.path.join(workdir, f"{impl}-{workload}")
-    spec = {"impl": impl, "workload": workload, "n": n, "out": out, "repeat": repeat,
-            "random": impl != "litdata", "floor": impl == "ours" and workload == "images"}
     try:
         proc = subprocess.run([python, WORKER, json.dumps(spec)], capture_output=True, text=True,
                               env=_env(impl), cwd=workdir, timeout=900)
     except subprocess.TimeoutExpired:
         return {"error": "timed out after 900 s"}
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return {"error": tail[:200]}
-    result = json.loads(lines[-1][len("RESULT "):])
-    if result["len"] != n:
-        return {"error": f"read back {result['len']} samples, wrote {n}"}
-    return result
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def measure_workload(interps: dict[str, _venvs.Located], impls: list[str], workload: str,
+                     n: int, workdir: str, repeat: int) -> dict[str, dict[str, Any]]:
+    """Build every library's dataset (timed writes, random access), then time the in-order reads
+    in interleaved rounds: one fresh process per library per round, the order rotating, so a
+    change in the shared machine's load during the run reaches every library alike."""
+    results: dict[str, dict[str, Any]] = {}
+    outs = {impl: os.path.join(workdir, f"{impl}-{workload}") for impl in impls}
+    try:
+        for impl in impls:
+            spec = {"mode": "build", "impl": impl, "workload": workload, "n": n,
+                    "out": outs[impl], "repeat": repeat, "random": impl != "litdata"}
+            res = run_worker(interps[impl].python, impl, spec, workdir)
+            if "error" not in res and res["len"] != n:
+                res = {"error": f"read back {res['len']} samples, wrote {n}"}
+            results[impl] = res
+        ready = [impl for impl in impls if "error" not in results[impl]]
+        passes: dict[str, list[dict[str, Any]]] = {impl: [] for impl in ready}
+        for round_ in range(repeat):
+            for impl in ready[round_ % len(ready):] + ready[:round_ % len(ready)] if ready else []:
+                spec = {"mode": "read", "impl": impl, "workload": workload, "out": outs[impl],
+                        "floor": impl == "ours" and workload == "images"}
+                res = run_worker(interps[impl].python, impl, spec, workdir)
+                if "error" in res:
+                    results[impl] = res
+                    ready.remove(impl)
+                    break
+                passes[impl].append(res)
+        for impl in ready:
+            for op in ("read", "floor"):
+                timed = [p[op] for p in passes[impl] if op in p]
+                if timed:
+                    results[impl][op] = min(timed, key=lambda r: r["wall"])
+    finally:
+        for out in outs.values():
+            shutil.rmtree(out, ignore_errors=True)
+    return results
 
 
 def _rate(workload: str, op: str, res: dict[str, Any]) -> float | None:
@@ -217,12 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for workload in args.workloads.split(","):
             n = FULL_SIZES[workload] // (10 if args.quick else 1)
-            results[workload] = {}
-            for impl in impls:
-                if impl in errors or (impl == "litdata" and workload == "tokens_dyn"):
-                    continue  # litdata has one array layout: its tokens run serves both rows
-                res = run_worker(interps[impl].python, impl, workload, n, workdir, repeat)
-                results[workload][impl] = res
+            todo = [impl for impl in impls if impl not in errors
+                    and not (impl == "litdata" and workload == "tokens_dyn")]
+            # (litdata has one array layout: its tokens run serves both token rows)
+            results[workload] = measure_workload(interps, todo, workload, n, workdir, repeat)
+            for impl, res in results[workload].items():
                 if "error" in res:
                     errors[f"{impl} {workload}"] = res["error"]
                 print(f"[bench_format] {impl:<9} {workload:<10} n={n:<7} "
@@ -231,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     mode = "quick" if args.quick else "full"
     print(f"\nbench_format ({mode}, {time.perf_counter() - start:.0f} s):"
-          f" best of {repeat} passes per operation; data in {os.path.dirname(workdir)}; page cache"
+          f" best of {repeat} passes per operation (reads: interleaved rounds, a fresh process"
+          f" per pass); data in {os.path.dirname(workdir)}; page cache"
           " warmed by one plain read of every file; every payload byte touched on read")
     for impl in IMPLS:
         print(f"  {impl:<9} {interps[impl].python or '-'}")

@@ -28,12 +28,15 @@ class Encoding:
     fixed-size numbers also set `fixed_dtype` (little-endian numpy dtype) and `fixed_shape`, which
     lets readers decode a whole column of a shard at once as a strided, zero-copy view: a wrong
     None only costs that fast path, never correctness. The three may be class or instance
-    attributes (an `ndarray:<dtype>:<shape>` instance knows its own).
+    attributes (an `ndarray:<dtype>:<shape>` instance knows its own). `struct_code` is the
+    `struct` format character of a value whose `decode` is exactly ``struct.unpack('<' + code)``
+    (a Python-native number), so a reader may decode several such values in one call.
     """
 
     size: int | None = None
     fixed_dtype: np.dtype | None = None
     fixed_shape: tuple[int, ...] | None = None
+    struct_code: str | None = None
 
     def encode(self, obj: Any) -> bytes:
         raise NotImplementedError

@@ -42,6 +42,7 @@ class Int(Encoding):
     size = 8
     fixed_dtype = np.dtype("<i8")
     fixed_shape = ()
+    struct_code = "q"
 
     def encode(self, obj: int) -> bytes:
         self._validate(obj, int)

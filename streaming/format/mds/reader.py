@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import struct
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any, Iterator, NamedTuple
 
 import numpy as np
@@ -63,8 +63,9 @@ class _Mapped(NamedTuple):
 
 # One `os.pread` of a sample: (name, decode, offset in the sample, size, bytes to read, parts).
 # A large value has parts None and decode None when its bytes are the value (a `bytes` column).
-# A run of small values has parts (name, decode, offset in the run, size); the run that ends the
-# sample also reads the next sample's header, saving a read per sample.
+# A run of small values has parts (name, decode, offset in the run, size) each, or, when they
+# are all `struct_code` numbers, parts their names and decode one `unpack_from` for them all.
+# The run that ends a sample also reads the next sample's header, saving a read per sample.
 _ReadStep = tuple[Any, Any, int, int, int, Any]
 
 
@@ -73,26 +74,36 @@ class _ReadPlan(NamedTuple):
     size: int  # the sample's bytes, header included
 
 
+def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
+              want: int) -> _ReadStep:
+    codes = [coder.struct_code for _, coder, _, _ in run]
+    if all(codes):
+        return (None, struct.Struct("<" + "".join(codes)).unpack_from, at, size, want,
+                [name for name, _, _, _ in run])
+    return (None, None, at, size, want,
+            [(name, coder.decode, offset, length) for name, coder, offset, length in run])
+
+
 def _pread_plan(columns: list[_Column], lengths: tuple[int, ...], head_size: int) -> _ReadPlan:
     """The reads of one sample layout: one per value of at least `_PREAD_MIN` bytes and one per
     run of smaller values between them (positions count from the start of the sample)."""
     steps: list[_ReadStep] = []
-    run: list[tuple[str, Any, int, int]] = []
+    run: list[tuple[str, Encoding, int, int]] = []
     pos = run_at = head_size
     for column in columns:
         size = lengths[column.slot] if column.size is None else column.size
         if size >= _PREAD_MIN:
             if run:
-                steps.append((None, None, run_at, pos - run_at, pos - run_at, run))
+                steps.append(_run_step(run, run_at, pos - run_at, pos - run_at))
                 run = []
             decode = None if type(column.coder) is Bytes else column.coder.decode
             steps.append((column.name, decode, pos, size, size, None))
             run_at = pos + size
         else:
-            run.append((column.name, column.coder.decode, pos - run_at, size))
+            run.append((column.name, column.coder, pos - run_at, size))
         pos += size
     if run or not steps:
-        steps.append((None, None, run_at, pos - run_at, pos - run_at + head_size, run))
+        steps.append(_run_step(run, run_at, pos - run_at, pos - run_at + head_size))
     return _ReadPlan(steps, pos)
 
 
@@ -215,7 +226,14 @@ class MDSReader(JointReader):
 
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
         """Decode samples ``start..stop-1`` in order, a block of equally laid-out samples at a
-        time (fixed-size columns of a block decode in one `decode_many` call)."""
+        time (fixed-size columns of a block decode in one `decode_many` call).
+
+        Lazy like a generator (nothing is mapped before the first sample is asked for), but the
+        blocks are chained in C, so each sample passes through one Python frame, not three.
+        """
+        return chain.from_iterable(self._blocks(start, stop))
+
+    def _blocks(self, start: int, stop: int | None) -> Iterator[Iterator[dict[str, Any]]]:
         stop = self.samples if stop is None else min(stop, self.samples)
         start = max(start, 0)
         if start >= stop:
@@ -225,7 +243,7 @@ class MDSReader(JointReader):
         step = block_samples(
             (int(state.offsets[stop]) - int(state.offsets[start])) // (stop - start))
         for begin in range(start, stop, step):
-            yield from self._decode_block(state, columns, begin, min(begin + step, stop))
+            yield self._decode_block(state, columns, begin, min(begin + step, stop))
 
     def _decode_block(self, state: _Mapped, columns: list[_Column], begin: int,
                       end: int) -> Iterator[dict[str, Any]]:
@@ -263,16 +281,17 @@ class MDSReader(JointReader):
             yield from self._mapped_block(state, columns, offsets)
             return
         head = self._head
-        unpack, head_size = (head.unpack, head.size) if head else (None, 0)
+        unpack, unpack_from, head_size = (
+            (head.unpack, head.unpack_from, head.size) if head else (None, None, 0))
         pread = os.pread
         plans: dict[tuple[int, ...], _ReadPlan] = {}
         lengths: tuple[int, ...] = ()
-        next_head = None  # the next sample's header, when the previous read ran into it
+        carried = None  # the next sample's lengths, when the previous read ran into its header
         try:
             for begin, end in pairwise(offsets.tolist()):
                 if unpack is not None:
-                    lengths = unpack(next_head or pread(fd, head_size, begin))
-                    next_head = None
+                    lengths = carried or unpack(pread(fd, head_size, begin))
+                    carried = None
                 plan = plans.get(lengths)
                 if plan is None:
                     if len(plans) >= 64:  # varied lengths: keep the cache small
@@ -288,14 +307,20 @@ class MDSReader(JointReader):
                     if len(data) < size:
                         raise self._corrupt(self.raw_data, f"{size} bytes at {begin + at} run "
                                             "past its end.")
-                    if parts is None:  # one value read alone
+                    if parts is None:  # one large value, read alone
                         sample[name] = data if decode is None else decode(data)
                         continue
-                    view = memoryview(data)  # a run of small values
-                    for part_name, part_decode, part_at, part_size in parts:
-                        sample[part_name] = part_decode(view[part_at:part_at + part_size])
-                    if len(data) > size:  # it ran into the next sample's header
-                        next_head = data[size:]
+                    if decode is not None:  # small numbers, one struct call
+                        if len(parts) == 1:
+                            sample[parts[0]] = decode(data)[0]
+                        else:
+                            sample.update(zip(parts, decode(data)))
+                    else:
+                        view = memoryview(data)
+                        for part_name, part_decode, part_at, part_size in parts:
+                            sample[part_name] = part_decode(view[part_at:part_at + part_size])
+                    if want > size and len(data) == want:  # it ran into the next header
+                        carried = unpack_from(data, size)  # type: ignore[misc]
                 yield sample
         except struct.error:
             raise self._corrupt(self.raw_data, "a sample header is cut short.") from None
