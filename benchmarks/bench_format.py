@@ -82,7 +82,8 @@ def run_worker(python: str, impl: str, spec: dict[str, Any], workdir: str) -> di
 
 
 def measure_workload(interps: dict[str, _venvs.Located], impls: list[str], workload: str,
-                     n: int, workdir: str, repeat: int) -> dict[str, dict[str, Any]]:
+                     n: int, workdir: str, repeat: int,
+                     rounds: int) -> dict[str, dict[str, Any]]:
     """Build every library's dataset (timed writes, random access), then time the in-order reads
     in interleaved rounds: one fresh process per library per round, the order rotating, so a
     change in the shared machine's load during the run reaches every library alike."""
@@ -98,7 +99,7 @@ def measure_workload(interps: dict[str, _venvs.Located], impls: list[str], workl
             results[impl] = res
         ready = [impl for impl in impls if "error" not in results[impl]]
         passes: dict[str, list[dict[str, Any]]] = {impl: [] for impl in ready}
-        for round_ in range(repeat):
+        for round_ in range(rounds):
             for impl in ready[round_ % len(ready):] + ready[:round_ % len(ready)] if ready else []:
                 spec = {"mode": "read", "impl": impl, "workload": workload, "out": outs[impl],
                         "floor": impl == "ours" and workload == "images"}
@@ -230,12 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--impls", default=",".join(IMPLS))
     parser.add_argument("--repeat", type=int, help="timed passes per operation, best kept "
                         "(default 3, quick 2)")
+    parser.add_argument("--read-rounds", type=int, help="interleaved in-order read rounds, "
+                        "best kept (default 5, quick 2)")
     parser.add_argument("--workdir", help="where datasets are written (default /dev/shm when it "
                         "has room, else the temp dir)")
     parser.add_argument("--no-create-venvs", action="store_true")
     parser.add_argument("--json", help="also write the raw measurements here")
     args = parser.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 3)
+    rounds = args.read_rounds or (2 if args.quick else 5)
     interps = _interpreters(create=not args.no_create_venvs)
     errors = {impl: loc.reason for impl, loc in interps.items() if loc.python is None}
     impls = [i for i in args.impls.split(",") if i in IMPLS]
@@ -249,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             todo = [impl for impl in impls if impl not in errors
                     and not (impl == "litdata" and workload == "tokens_dyn")]
             # (litdata has one array layout: its tokens run serves both token rows)
-            results[workload] = measure_workload(interps, todo, workload, n, workdir, repeat)
+            results[workload] = measure_workload(interps, todo, workload, n, workdir, repeat,
+                                                 rounds)
             for impl, res in results[workload].items():
                 if "error" in res:
                     errors[f"{impl} {workload}"] = res["error"]
@@ -259,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     mode = "quick" if args.quick else "full"
     print(f"\nbench_format ({mode}, {time.perf_counter() - start:.0f} s):"
-          f" best of {repeat} passes per operation (reads: interleaved rounds, a fresh process"
-          f" per pass); data in {os.path.dirname(workdir)}; page cache"
+          f" best of {repeat} passes per write/random operation, of {rounds} interleaved rounds"
+          f" per read (a fresh process per pass); data in {os.path.dirname(workdir)}; page cache"
           " warmed by one plain read of every file; every payload byte touched on read")
     for impl in IMPLS:
         print(f"  {impl:<9} {interps[impl].python or '-'}")
