@@ -237,7 +237,8 @@ def read_pass(impl: str, workload: str, out: str, floor: bool = False) -> dict[s
     result: dict[str, Any] = {"read": _timed(lambda: _read_all(open_(out), key, other))}
     if floor:  # the cheaper of the two ways to get the bytes (which one varies by machine)
         ways = (False, True) if hasattr(os, "pread") else (False,)
-        result["floor"] = _best([_timed(lambda: floor_read(out, by_pread)) for by_pread in ways])
+        result["floor"] = _best([_timed(lambda way=by_pread: floor_read(out, way))
+                                  for by_pread in ways])
     return result
 
 

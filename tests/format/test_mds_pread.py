@@ -12,10 +12,10 @@ import os
 
 import numpy as np
 import pytest
+from formats_support import same, scratch_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats_support import same, scratch_dir
 from streaming.errors import ShardFormatError
 from streaming.format import MDSWriter, load_readers
 from streaming.format.mds import reader as mds_reader

@@ -76,7 +76,7 @@ class _ReadPlan(NamedTuple):
 
 def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
               want: int) -> _ReadStep:
-    codes = [coder.struct_code for _, coder, _, _ in run]
+    codes = [coder.struct_code or "" for _, coder, _, _ in run]
     if all(codes):
         return (None, struct.Struct("<" + "".join(codes)).unpack_from, at, size, want,
                 [name for name, _, _, _ in run])
