@@ -355,9 +355,11 @@ class StreamingDataset(Array, IterableDataset):
 
     def close(self) -> None:
         """Release shared memory and open shard mappings now (also done on garbage collection)."""
-        for shard in self.shards:
-            shard.close()
-        self._namespace.close()
+        try:
+            for shard in self.shards:
+                shard.close()
+        finally:  # even if a signal handler raises into us (torch's, on a killed worker)
+            self._namespace.close()
 
     def __enter__(self) -> StreamingDataset:
         return self

@@ -244,6 +244,9 @@ class Namespace:
         return f"Namespace({self.name!r}, locals={self.locals!r})"
 
 
+_RELEASE_ATTEMPTS = 3
+
+
 class _Release:
     """Drop one process's holder entry; the last live holder reclaims the namespace.
 
@@ -262,18 +265,30 @@ class _Release:
         if self.done or os.getpid() != self.ident[0]:
             return
         self.done = True
-        try:
-            with registry_lock(self.state_dir, self.timeout):
-                record = read_record(self.state_dir, self.name)
-                if record is None:
+        # A few attempts: an exception raised into us by a signal handler (torch's DataLoader
+        # raises from SIGCHLD when a worker was killed) must not leave our entry behind, or
+        # this process could not open a dataset over the same directories again. Every step is
+        # idempotent and the record is replaced atomically, so a retry is safe.
+        for attempt in range(_RELEASE_ATTEMPTS):
+            try:
+                self._release()
+                return
+            except Exception as err:  # noqa: BLE001  (a finalizer must not raise)
+                # a lock held past its deadline would only make us wait again
+                if attempt + 1 == _RELEASE_ATTEMPTS or isinstance(err, CoordinationError):
+                    log.warning("Could not release shared namespace %s: %s", self.name, err)
                     return
-                entry = holder_entry(self.ident)
-                if entry in record.holders:
-                    record.holders.remove(entry)
-                record.holders = live_holders(record)
-                if record.holders:
-                    write_record(self.state_dir, record)
-                else:
-                    reclaim(self.state_dir, record)
-        except Exception as err:  # noqa: BLE001  (a finalizer must not raise; leftovers are reclaimed later)
-            log.warning("Could not release shared namespace %s: %s", self.name, err)
+
+    def _release(self) -> None:
+        with registry_lock(self.state_dir, self.timeout):
+            record = read_record(self.state_dir, self.name)
+            if record is None:
+                return
+            entry = holder_entry(self.ident)
+            if entry in record.holders:
+                record.holders.remove(entry)
+            record.holders = live_holders(record)
+            if record.holders:
+                write_record(self.state_dir, record)
+            else:
+                reclaim(self.state_dir, record)

@@ -110,6 +110,30 @@ def test_same_process_reuse_rules(coord_tmp: str) -> None:
     b.close()
 
 
+def test_close_interrupted_by_a_signal_handler_still_releases(coord_tmp: str,
+                                                               monkeypatch) -> None:
+    """torch's DataLoader raises RuntimeError from SIGCHLD when a worker was killed; landing in
+    the middle of close() must not leave this process registered (it could not reopen)."""
+    from streaming.coord import namespace as namespace_module
+
+    local = f"{coord_tmp}/data"
+    first = open_namespace([local], ["s3://b/d"])
+    real = namespace_module.read_record
+    calls: list[int] = []
+
+    def interrupted(*args: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("DataLoader worker (pid 1) is killed by signal: Killed.")
+        return real(*args)
+
+    monkeypatch.setattr(namespace_module, "read_record", interrupted)
+    first.close()
+    monkeypatch.setattr(namespace_module, "read_record", real)
+    assert len(calls) == 2
+    open_namespace([local], ["s3://b/d"]).close()  # released: reopening is allowed
+
+
 def test_workers_attach_lazily_and_the_last_holder_cleans_up(
     coord_tmp: str, ctx: mp.context.BaseContext
 ) -> None:
