@@ -158,3 +158,21 @@ def test_an_abandoned_read_closes_its_descriptor(tmp_path) -> None:
     assert len(os.listdir("/proc/self/fd")) == before
     assert same(list(reader.iter_range(7)), [reader[7]])
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_subclass_overriding_decode_is_called(tmp_path, monkeypatch) -> None:
+    from streaming.format.encodings.registry import _encodings
+    from streaming.format.encodings.scalars import Int
+
+    class Shifted(Int):  # inherits Int's struct code, not its decoding
+        def decode(self, data: bytes | memoryview) -> int:
+            return super().decode(data) + 1000
+
+    monkeypatch.setitem(_encodings, "shifted", Shifted)
+    with MDSWriter(columns={"image": "bytes", "n": "shifted", "z": "int"},
+                   out=str(tmp_path)) as writer:
+        for i in range(3):
+            writer.write({"image": bytes(BIG), "n": i, "z": i})
+    reader = load_readers(str(tmp_path))[0]
+    assert [(s["n"], s["z"]) for s in reader] == [(1000, 0), (1001, 1), (1002, 2)]
+    assert [reader[i]["n"] for i in range(3)] == [1000, 1001, 1002]

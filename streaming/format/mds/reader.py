@@ -74,9 +74,21 @@ class _ReadPlan(NamedTuple):
     size: int  # the sample's bytes, header included
 
 
+def _struct_code(coder: Encoding) -> str:
+    """The coder's `struct_code` if its `decode` is the one that code stands for (a subclass
+    overriding `decode`, e.g. a user's registered encoding, inherits the code but not its
+    meaning), else ''."""
+    def owner(attr: str) -> type:
+        return next(k for k in type(coder).__mro__ if attr in vars(k))
+
+    if not coder.struct_code or owner("decode") is not owner("struct_code"):
+        return ""
+    return coder.struct_code
+
+
 def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
               want: int) -> _ReadStep:
-    codes = [coder.struct_code or "" for _, coder, _, _ in run]
+    codes = [_struct_code(coder) for _, coder, _, _ in run]
     if all(codes):
         return (None, struct.Struct("<" + "".join(codes)).unpack_from, at, size, want,
                 [name for name, _, _, _ in run])
