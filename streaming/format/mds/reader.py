@@ -20,7 +20,6 @@ import numpy as np
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format.encodings import Encoding, get_encoding, is_mds_encoding_safe
-from streaming.format.encodings.text import Bytes
 from streaming.format.fileio import FileIdentity, map_file_identified, open_same, prefetch
 from streaming.format.index import FileInfo
 from streaming.format.reader import JointReader
@@ -62,7 +61,7 @@ class _Mapped(NamedTuple):
 
 
 # One `os.pread` of a sample: (name, decode, offset in the sample, size, bytes to read, parts).
-# A large value has parts None and decode None when its bytes are the value (a `bytes` column).
+# A large value has parts None and its column's decode.
 # A run of small values has parts (name, decode, offset in the run, size) each, or, when they
 # are all `struct_code` numbers, parts their names and decode one `unpack_from` for them all.
 # The run that ends a sample also reads the next sample's header, saving a read per sample.
@@ -108,8 +107,7 @@ def _pread_plan(columns: list[_Column], lengths: tuple[int, ...], head_size: int
             if run:
                 steps.append(_run_step(run, run_at, pos - run_at, pos - run_at))
                 run = []
-            decode = None if type(column.coder) is Bytes else column.coder.decode
-            steps.append((column.name, decode, pos, size, size, None))
+            steps.append((column.name, column.coder.decode, pos, size, size, None))
             run_at = pos + size
         else:
             run.append((column.name, column.coder, pos - run_at, size))
@@ -319,8 +317,8 @@ class MDSReader(JointReader):
                     if len(data) < size:
                         raise self._corrupt(self.raw_data, f"{size} bytes at {begin + at} run "
                                             "past its end.")
-                    if parts is None:  # one large value, read alone
-                        sample[name] = data if decode is None else decode(data)
+                    if parts is None:  # one large value, read alone (`bytes` decode keeps it)
+                        sample[name] = decode(data)
                         continue
                     if decode is not None:  # small numbers, one struct call
                         if len(parts) == 1:
