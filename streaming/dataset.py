@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import warnings
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from streaming.catalog import Catalog
 from streaming.checkpoint import (
     RESUME_BYTES,
     Checkpoint,
+    check_state_dict,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -29,6 +31,7 @@ from streaming.coord import open_namespace
 from streaming.coord.barrier import LATCH_SLOTS, Latch, once_per_node
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.defaults import resolve_num_canonical_nodes, resolve_shuffle_block_size
+from streaming.order.partition import resume_limit
 from streaming.order.world import World
 from streaming.registry import construct_from_registry
 from streaming.stream import Stream, streams_registry
@@ -147,6 +150,18 @@ class StreamingDataset(Array, IterableDataset):
             setattr(self, name, getattr(catalog, name))
         self.num_samples = catalog.num_samples
 
+    def adopt_batch_size(self, batch_size: int) -> None:
+        """Lay samples out for `batch_size` when the dataset was built without one.
+
+        `StreamingDataLoader` calls this with its own batch size; a dataset given one keeps it.
+        `predownload`, when left to its default, follows (8 batches).
+        """
+        if self.batch_size is not None:
+            return
+        self.batch_size = batch_size
+        if self.config.predownload is None:
+            self.predownload = 8 * batch_size
+
     def _check_cache_limit(self, limit: int | None) -> int | None:
         if limit is None:
             return None
@@ -247,20 +262,20 @@ class StreamingDataset(Array, IterableDataset):
         self._cache.evict_coldest()
 
     def _read(self, shard_id: int, index: int, retry: int = 7) -> Any:
-        error: Exception | None = None
+        cause = ""  # the message only: a kept exception would tie this frame into a cycle
         for attempt in range(1 + retry):
             try:
                 sample = self.shards[shard_id].get_item(index)
                 self._cache.touch(shard_id)
                 return sample
             except FileNotFoundError as err:
-                error = err
-                self.shards[shard_id].close()
-                self._cache.prepare(shard_id, blocking=True, force=attempt > 0)
+                cause = str(err)
+            self.shards[shard_id].close()
+            self._cache.prepare(shard_id, blocking=True, force=attempt > 0)
         hint = ("This may be due to thrashing caused by `cache_limit` being set too low."
                 if self.cache_limit else "Check if the shard file exists in your remote location "
                 "or have you deleted the shard file from the local directory?")
-        raise RuntimeError(f"{error}. StreamingDataset repeatedly failed to download a shard. "
+        raise RuntimeError(f"{cause}. StreamingDataset repeatedly failed to download a shard. "
                            f"{hint}")
 
     def get_item(self, sample_id: int, retry: int = 7) -> Any:
@@ -301,8 +316,15 @@ class StreamingDataset(Array, IterableDataset):
                           initial).to_json()
 
     def load_state_dict(self, obj: dict[str, Any]) -> None:
-        """Resume from `obj` at the next iteration (call on every rank before iterating)."""
-        self._resume_page.numpy()[:] = encode_checkpoint(obj)
+        """Resume from `obj` at the next iteration (call on every rank before iterating).
+
+        Raises:
+            ValueError: `obj` is not a checkpoint this dataset can resume from (see
+                `check_state_dict`), or too large to share.
+        """
+        page = encode_checkpoint(obj)  # the reference's size error comes first
+        check_state_dict(obj, resume_limit(self.epoch_size, self._parallel_world.num_ranks))
+        self._resume_page.numpy()[:] = page
 
     # ------------------------------------------------------------------------- iteration
 
@@ -315,6 +337,13 @@ class StreamingDataset(Array, IterableDataset):
         return resampled.units, resampled.materialize()
 
     def _plan_epoch(self, world: World, epoch: int, sample_in_epoch: int) -> np.ndarray:
+        if self.batch_size is None:
+            warnings.warn(
+                "StreamingDataset was built without `batch_size`, so it lays samples out for "
+                "batches of 1 (the DataLoader's default). Pass `batch_size=` to StreamingDataset "
+                "(the same as your DataLoader's), or use StreamingDataLoader, which hands its "
+                "own to the dataset.", stacklevel=2)
+            self.batch_size = 1
         if not isinstance(self.batch_size, int):
             raise ValueError(
                 "Please pass `batch_size` to StreamingDataset. It should be set the same as the "

@@ -8,10 +8,15 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── IndexFormatError (ValueError)        index.json malformed, truncated or wrong version
     │   └── UnsafePathError                  a basename that is absolute or climbs out with '..'
     ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent
+    ├── ShardUnavailableError (FileNotFoundError)  a shard neither in the cache nor at its remote
     ├── HashMismatchError (ValueError)       a file's digest differs from the index ("Checksum failure")
     ├── UnsafeTypeError (ValueError)         a pickle column without allow_unsafe_types=True
     ├── MissingDependencyError (ImportError) an optional package is needed; says what to install
     └── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) hit its deadline
+
+Warnings::
+
+    RemoteUnavailableWarning (UserWarning)   a remote index could not be read; the cached copy is used
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ class ShardFormatError(StreamingError, ValueError):
     """A shard whose bytes contradict its own header or its index entry."""
 
 
+class ShardUnavailableError(StreamingError, FileNotFoundError):
+    """A shard that is not in the cache and that its remote does not have (or there is none)."""
+
+
 class HashMismatchError(StreamingError, ValueError):
     """A file whose digest does not match the one recorded in the index."""
 
@@ -47,3 +56,7 @@ class MissingDependencyError(StreamingError, ImportError):
 
 class CoordinationError(StreamingError, RuntimeError):
     """A wait on other processes of this node ran past its deadline."""
+
+
+class RemoteUnavailableWarning(UserWarning):
+    """A stream's remote index could not be read, so its cached copy is used instead."""

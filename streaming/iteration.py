@@ -128,6 +128,18 @@ class EpochReads:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
         self.cache.prepare(shard, blocking=False)
 
+    def restore_missing(self, shard_ids: np.ndarray) -> None:
+        """Fetch again the shards of a finished chunk whose files were deleted behind our back.
+
+        Reads go on from the mapping (a deleted file stays mapped), so nothing else would notice;
+        this keeps the cache directory what its accounting says it is. One `stat` per distinct
+        shard per chunk.
+        """
+        for shard in np.unique(shard_ids).tolist():
+            if self.cache.is_local(shard) and not self.cache.raw_present(shard):
+                self.readers[shard].close()
+                self.cache.prepare(shard, blocking=True, force=True)
+
     def read_one(self, shard: int, index: int) -> Any:
         try:
             return self.readers[shard].get_item(index)
@@ -144,6 +156,16 @@ class EpochReads:
         return chain((first,), self.readers[shard].iter_range(start + 1, stop))
 
 
+def _first_use_order(sample_ids: np.ndarray, locate: Locate, num_shards: int
+                     ) -> Iterator[tuple[int, int]]:
+    """(shard, position of its first use) over `sample_ids`, located one chunk at a time."""
+    seen = np.zeros(num_shards, bool)
+    for begin in range(0, len(sample_ids), CHUNK):
+        shard_ids, _ = locate(sample_ids[begin:begin + CHUNK])
+        shards, positions = first_uses(shard_ids, seen)
+        yield from zip(shards.tolist(), (positions + begin).tolist())
+
+
 class _Prefetcher:
     """Background threads preparing shards in first-use order within a sliding window.
 
@@ -156,18 +178,12 @@ class _Prefetcher:
         self.sample_ids, self.reads, self.window = sample_ids, reads, max(int(window), 1)
         self.consumed = 0  # written by the consumer, read here; a plain int is atomic enough
         self.stop = threading.Event()
-        self._order = self._first_uses()
+        # A generator of module level: a method's would hold `self`, a cycle that keeps the
+        # dataset alive after its last reference is dropped (until a garbage collection).
+        self._order = _first_use_order(sample_ids, reads.locate, len(reads.readers))
         self._order_lock = threading.Lock()
         self.threads = [threading.Thread(target=self._run, name="shardstream-prefetch",
                                          daemon=True) for _ in range(max(threads, 1))]
-
-    def _first_uses(self) -> Iterator[tuple[int, int]]:
-        """(shard, position of its first use), located one chunk at a time."""
-        seen = np.zeros(len(self.reads.readers), bool)
-        for begin in range(0, len(self.sample_ids), CHUNK):
-            shard_ids, _ = self.reads.locate(self.sample_ids[begin:begin + CHUNK])
-            shards, positions = first_uses(shard_ids, seen)
-            yield from zip(shards.tolist(), (positions + begin).tolist())
 
     def _next(self) -> tuple[int, int] | None:
         with self._order_lock:  # a generator is not thread-safe
@@ -246,6 +262,7 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
             shard_ids, indices = reads.locate(ids)
             reads.stamp(shard_ids)
             yield from _read_chunk(reads, prefetcher, begin, ids, shard_ids, indices)
+            reads.restore_missing(shard_ids)
     finally:
         reads.leave()
         prefetcher.finish()

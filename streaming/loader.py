@@ -44,6 +44,9 @@ class StreamingDataLoader(DataLoader):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.num_samples_yielded = 0
+        dataset = self._streaming_dataset()
+        if dataset is not None and isinstance(self.batch_size, int):
+            dataset.adopt_batch_size(self.batch_size)  # only if it was built without one
         self._warn_on_batch_size_mismatch()
 
     def _streaming_dataset(self) -> Any | None:

@@ -11,12 +11,13 @@ import hashlib
 import logging
 import os
 import tempfile
+import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.errors import IndexFormatError
+from streaming.errors import IndexFormatError, RemoteUnavailableWarning
 from streaming.format.fileio import write_atomic
 from streaming.format.index import get_index_basename, naming_index, parse_index
 from streaming.order.weighting import (
@@ -109,11 +110,20 @@ class Stream:
     # ----------------------------------------------------------------------------- configuration
 
     def _get_temporary_directory(self) -> str:
-        digest = ""
-        if self.remote is not None:
-            digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
+        if self.remote is None:
+            # Nothing to key a cache by: as in the reference, an existing directory (always the
+            # case without a split: it is the temp dir itself) is refused rather than adopted.
+            path = os.path.join(tempfile.gettempdir(), "", self.split)
+            if os.path.exists(path):
+                raise FileExistsError(
+                    f"Could not create a temporary local directory {path} because it already "
+                    "exists. If you want to reuse the locally cached dataset, explicitly pass in "
+                    "a unique local directory with the `local` argument. Otherwise, delete this "
+                    "directory and retry.")
+            return path
         # Unlike the reference we reuse an existing directory: it is keyed by the remote, so it
         # can only hold a cache of the same data (and the index is re-checked on load).
+        digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
         return os.path.join(tempfile.gettempdir(), digest, self.split)
 
     def _safe_keep_zip(self, keep_zip: bool) -> bool:
@@ -194,8 +204,10 @@ class Stream:
 
         With a remote, its current index is read with the stream's retries and per-attempt
         deadline (one dropped connection or a stalled server costs an attempt, not the
-        dataset). If the remote is unreachable but a cached copy exists, that copy is used with
-        a warning; a missing or forbidden remote index is never papered over.
+        dataset), so a changed remote index wins over the cached one. If the remote's index
+        cannot be read (missing, refused, unreachable, failing) but a cached copy exists, that
+        copy is used with one `RemoteUnavailableWarning`: training goes on from a warmed cache.
+        A remote index that is read but malformed still fails (see `get_shards`).
         """
         from streaming.storage.transfer import read
 
@@ -211,13 +223,13 @@ class Stream:
         try:
             text = read(source.store, get_index_basename(), retries=source.retries,
                         timeout=source.timeout)
-        except (FileNotFoundError, PermissionError):
-            raise
-        except Exception as err:  # network trouble: fall back to a cached copy if there is one
-            if not os.path.exists(filename):
+        except Exception as err:  # gone, unreachable, refused: train from the cache if we can
+            if not os.path.isfile(filename):
                 raise
-            logger.warning("Could not refresh %s from %s (%s); using the cached copy.",
-                           filename, self.remote_dir, err)
+            warnings.warn(RemoteUnavailableWarning(
+                f"Could not read the index of {self.remote_dir} ({type(err).__name__}: {err}); "
+                f"using the cached copy {filename}. Shards already in the cache are used as they "
+                f"are; any other shard is fetched from the remote when needed."), stacklevel=4)
             with open(filename, "rb") as f:
                 return f.read(), filename, False
         return text, source.store.url_for(get_index_basename()), True
@@ -270,6 +282,9 @@ class Stream:
             shards.append(shard)
         self._index_size = len(text)
         self._pending_index = text if from_remote else None
+        # The cache directory exists once the index is loaded, as in the reference (whose
+        # callers clean it up after a construction error such as a too-small cache limit).
+        os.makedirs(self.local_dir, exist_ok=True)
         if world is None:
             self._cache_index()
         return shards

@@ -63,6 +63,12 @@ class FakeCache:
             self.prepared.append(shard)
         return True
 
+    def is_local(self, shard: int) -> bool:
+        return True
+
+    def raw_present(self, shard: int) -> bool:
+        return True
+
 
 def make_reads(sizes: list[int], get_item: Any = None, missing: frozenset[int] = frozenset()
                ) -> tuple[EpochReads, list[FakeReader], FakeCache, list[tuple[int, int]]]:

@@ -20,8 +20,10 @@ from streaming.cache.prepare import (
     prepare_shard_files,
     raw_files_present,
     resident_bytes,
+    unavailable,
 )
 from streaming.coord import Event, Namespace, Outcome, ShardState
+from streaming.errors import ShardUnavailableError
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
@@ -108,7 +110,7 @@ class NodeCache:
         Returns:
             Whether the shard is local now (always True when blocking).
         """
-        if blocking and not force and self.is_local(shard) and not self._raw_present(shard):
+        if blocking and not force and self.is_local(shard) and not self.raw_present(shard):
             force = True
         if not blocking:
             outcome = self.claims.claim(shard, reprepare=force)
@@ -147,9 +149,11 @@ class NodeCache:
         try:
             result: PrepareResult = prepare_shard_files(source, reader.file_pairs,
                                                         reader.compression)
-        except BaseException:
+        except BaseException as err:
             if reserved:
                 self._add_usage(-reserved)
+            if isinstance(err, FileNotFoundError) and not isinstance(err, ShardUnavailableError):
+                raise unavailable(shard, reader, source, err) from err
             raise
         self.touch(shard)
         resident = resident_bytes(source, reader.file_pairs)
@@ -163,7 +167,8 @@ class NodeCache:
 
         return account
 
-    def _raw_present(self, shard: int) -> bool:
+    def raw_present(self, shard: int) -> bool:
+        """Whether every readable file of `shard` is on disk (a few `stat` calls)."""
         local_dir = self._local_dirs[int(self.info.stream_ids[shard])]
         return raw_files_present(local_dir, self.shards[shard].file_pairs)
 

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streaming.errors import HashMismatchError
+from streaming.errors import HashMismatchError, ShardUnavailableError
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
 from streaming.format.hashing import get_hash
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from streaming.format.index import FileInfo
 
 __all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "prepare_shard_files",
-           "raw_files_present", "resident_bytes"]
+           "raw_files_present", "resident_bytes", "unavailable"]
 
 
 @dataclass(frozen=True)
@@ -155,3 +155,22 @@ def resident_bytes(src: ShardSource, file_pairs: list[tuple[FileInfo, FileInfo |
 def raw_files_present(local_dir: str, file_pairs: list[tuple[FileInfo, FileInfo | None]]) -> bool:
     """Whether every raw (readable) file of a shard exists: a few `stat` calls, no reads."""
     return all(os.path.isfile(os.path.join(local_dir, raw.basename)) for raw, _ in file_pairs)
+
+
+def unavailable(shard: int, reader: Any, src: ShardSource,
+                cause: BaseException) -> ShardUnavailableError:
+    """The error for a shard that is neither cached nor fetchable: which shard, where from, why.
+
+    Args:
+        shard: the global shard id.
+        reader: the shard's reader (for its file names).
+        src: the stream's source (cache directory and remote).
+        cause: the last error of the attempt to fetch it.
+    """
+    names = ", ".join(raw.basename for raw, _ in reader.file_pairs)
+    where = (f"from its remote {src.store.url}" if src.store is not None
+             else "and its stream has no remote")
+    first = str(cause).strip().split("\n", 1)[0]
+    return ShardUnavailableError(
+        f"Shard {shard} ({names}) is not in the cache {src.local_dir} and could not be fetched "
+        f"{where}: {type(cause).__name__}: {first}")

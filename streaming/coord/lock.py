@@ -103,6 +103,26 @@ class FileLock:
             raise
         self._thread = threading.get_ident()
 
+    def try_acquire(self) -> bool:
+        """Take the lock only if that needs no waiting at all; returns whether it was taken.
+
+        For callers that must never block (garbage-collection finalizers): a lock held by anyone,
+        this very thread included (through another `FileLock` on the same file), is a "no".
+        """
+        self._check_fork()
+        if not self._thread_lock.acquire(blocking=False):
+            return False
+        try:
+            fd = self._try_lock_file()
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        if fd is None:
+            self._thread_lock.release()
+            return False
+        self._fd, self._thread = fd, threading.get_ident()
+        return True
+
     def release(self) -> None:
         """Release the lock taken by `acquire` in this process."""
         self._check_fork()

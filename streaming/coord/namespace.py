@@ -1,9 +1,9 @@
 """A handle on one dataset's node-local shared objects: attaching, factories and release.
 
 Made by `streaming.coord.opening.open_namespace`. It pickles as names only; in a DataLoader worker
-it registers that process on first use. Each registered process is released by a `weakref.finalize`
-(on `close()`, garbage collection or exit; also at the exit of multiprocessing children, which skip
-atexit); the last live holder unlinks every block, lock file and record.
+it registers that process on first use. Each registered process's hold is dropped by `close()`, or
+on garbage collection or exit (see `streaming.coord.release`: a finalizer never waits for a lock);
+the last live holder unlinks every block, lock file and record.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 import os
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing import util as mp_util
 from types import TracebackType
 from typing import Any
 
@@ -31,10 +30,10 @@ from streaming.coord.registry import (
     holder_entry,
     live_holders,
     read_record,
-    reclaim,
     registry_lock,
     write_record,
 )
+from streaming.coord.release import Release, drain_pending
 from streaming.coord.scalar import SharedScalar
 from streaming.coord.shm import ShmBlock, unlink_block
 from streaming.coord.states import ShardState
@@ -43,9 +42,6 @@ from streaming.errors import CoordinationError
 __all__ = ["Namespace"]
 
 log = logging.getLogger(__name__)
-
-# A finalizer may run at interpreter exit: never let a stuck registry lock stall exit for long.
-_RELEASE_TIMEOUT = 10.0
 
 
 class Namespace:
@@ -69,6 +65,7 @@ class Namespace:
         self.timeout = timeout
         self._pid: int | None = None
         self._closed = False
+        self._release: Release | None = None
         self._finalizer: weakref.finalize | None = None
         if registered is not None:
             self._adopt(registered)
@@ -78,10 +75,9 @@ class Namespace:
     def _adopt(self, ident: Identity) -> None:
         self._pid = ident[0]
         self._closed = False
-        release = _Release(self.state_dir, self.name, ident, min(self.timeout, _RELEASE_TIMEOUT))
-        self._finalizer = weakref.finalize(self, release)
-        # DataLoader workers end through multiprocessing, which skips atexit but runs these.
-        mp_util.Finalize(self, release, exitpriority=0)
+        self._release = Release(self.state_dir, self.name, ident, self.timeout)
+        self._finalizer = weakref.finalize(self, self._release)  # queues if it cannot go at once
+        self._finalizer.atexit = False  # exit is `streaming.coord.release`'s (it may wait)
 
     def ensure_attached(self) -> None:
         """Register this process as a holder if it is not yet (first use in a worker)."""
@@ -115,10 +111,16 @@ class Namespace:
             return [h[0] for h in live_holders(record)] if record else []
 
     def close(self) -> None:
-        """Release this process's hold now (idempotent); the last holder removes everything."""
-        if self._finalizer is not None and self._pid == os.getpid():
-            self._finalizer()
+        """Release this process's hold now (idempotent); the last holder removes everything.
+
+        Also a safe point for holds of dropped datasets whose finalizer had to queue them.
+        """
+        if self._finalizer is not None and self._release is not None \
+                and self._pid == os.getpid():
+            self._finalizer.detach()
+            self._release.now()
             self._closed = True
+        drain_pending()
 
     @property
     def closed(self) -> bool:
@@ -242,53 +244,3 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"Namespace({self.name!r}, locals={self.locals!r})"
-
-
-_RELEASE_ATTEMPTS = 3
-
-
-class _Release:
-    """Drop one process's holder entry; the last live holder reclaims the namespace.
-
-    Idempotent and bound to the registering process: a forked child that inherits it does nothing
-    (the entry is the parent's). Holds no reference to the `Namespace`, so registering it never
-    keeps a dataset alive.
-    """
-
-    __slots__ = ("done", "ident", "name", "state_dir", "timeout")
-
-    def __init__(self, state_dir: str, name: str, ident: Identity, timeout: float) -> None:
-        self.state_dir, self.name, self.ident, self.timeout = state_dir, name, ident, timeout
-        self.done = False
-
-    def __call__(self) -> None:
-        if self.done or os.getpid() != self.ident[0]:
-            return
-        self.done = True
-        # A few attempts: an exception raised into us by a signal handler (torch's DataLoader
-        # raises from SIGCHLD when a worker was killed) must not leave our entry behind, or
-        # this process could not open a dataset over the same directories again. Every step is
-        # idempotent and the record is replaced atomically, so a retry is safe.
-        for attempt in range(_RELEASE_ATTEMPTS):
-            try:
-                self._release()
-                return
-            except Exception as err:  # noqa: BLE001  (a finalizer must not raise)
-                # a lock held past its deadline would only make us wait again
-                if attempt + 1 == _RELEASE_ATTEMPTS or isinstance(err, CoordinationError):
-                    log.warning("Could not release shared namespace %s: %s", self.name, err)
-                    return
-
-    def _release(self) -> None:
-        with registry_lock(self.state_dir, self.timeout):
-            record = read_record(self.state_dir, self.name)
-            if record is None:
-                return
-            entry = holder_entry(self.ident)
-            if entry in record.holders:
-                record.holders.remove(entry)
-            record.holders = live_holders(record)
-            if record.holders:
-                write_record(self.state_dir, record)
-            else:
-                reclaim(self.state_dir, record)

@@ -7,6 +7,7 @@ the job holds it, and refuses local directories that another live dataset with a
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import os
@@ -18,6 +19,7 @@ from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT
 from streaming.coord.names import job_key, namespace_name
 from streaming.coord.namespace import Namespace
+from streaming.coord.release import drain_pending
 from streaming.coord.registry import (
     Record,
     add_local_user,
@@ -78,6 +80,13 @@ def _check_locals(
                 )
 
 
+class _SameProcess(ValueError):
+    """'Reused local directory' because of a dataset of this very process (maybe unreachable)."""
+
+    def __init__(self, ours: Sequence[str], theirs: Sequence[str], why: str) -> None:
+        super().__init__(str(_reused(ours, theirs, why)))
+
+
 def _choose(
     state_dir: str, locals_: list[str], remotes: list[str | None], job: str, me: Identity
 ) -> str:
@@ -93,7 +102,7 @@ def _choose(
                 reclaim(state_dir, record)
             elif any(h[0] == me[0] for h in alive):  # this process already has such a dataset
                 if any(r is not None for r in remotes):
-                    raise _reused(
+                    raise _SameProcess(
                         locals_,
                         record.locals,
                         f"This process already has a live dataset over them with a remote "
@@ -110,6 +119,15 @@ def _choose(
             add_local_user(state_dir, local, name, remote is not None)
         return name
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _choose_locked(state_dir: str, locals_: list[str], remotes: list[str | None], job: str,
+                   me: Identity, timeout: float) -> str:
+    """`_choose` under the registry lock, after the releases our finalizers had to queue."""
+    lock = registry_lock(state_dir, timeout)
+    with lock:
+        drain_pending(lock)
+        return _choose(state_dir, locals_, remotes, job, me)
 
 
 def open_namespace(
@@ -144,7 +162,13 @@ def open_namespace(
     job = job_key(os.environ if env is None else env, os.getpid())
     state_dir = ensure_state_dir(tmp)
     me = identity()
-    with registry_lock(state_dir, timeout):
-        name = _choose(state_dir, locals_, remotes, job, me)
+    try:
+        name = _choose_locked(state_dir, locals_, remotes, job, me, timeout)
+    except _SameProcess:
+        # Our own earlier dataset may be garbage that only a collection frees (a reference
+        # cycle somewhere in user code): collect once, let its release run, and look again.
+        gc.collect()
+        drain_pending()
+        name = _choose_locked(state_dir, locals_, remotes, job, me, timeout)
     freeze_heap_in_forked_children()  # DataLoader workers forked from here start ~0.25 s faster
     return Namespace(name, state_dir, locals_, remotes, timeout=timeout, registered=me)

@@ -136,7 +136,11 @@ def _within(timeout: float | None, call: Callable[[], T], what: str,
         gave_up.set()
         raise TimeoutError(f"{what} took longer than {timeout} s")
     if "error" in box:
-        raise box["error"]
+        error = box.pop("error")  # not left in `box`: our frame, in its traceback, holds `box`
+        try:
+            raise error
+        finally:
+            del error  # nor in this frame's locals (a cycle keeping the caller's objects alive)
     return box["value"]
 
 

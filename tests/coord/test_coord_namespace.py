@@ -114,7 +114,7 @@ def test_close_interrupted_by_a_signal_handler_still_releases(coord_tmp: str,
                                                                monkeypatch) -> None:
     """torch's DataLoader raises RuntimeError from SIGCHLD when a worker was killed; landing in
     the middle of close() must not leave this process registered (it could not reopen)."""
-    from streaming.coord import namespace as namespace_module
+    from streaming.coord import release as namespace_module
 
     local = f"{coord_tmp}/data"
     first = open_namespace([local], ["s3://b/d"])

@@ -56,7 +56,15 @@ def test_oversized_state_dict_rejected(ints30, cache_dir) -> None:
         assert info.value.args[0].startswith("The StreamingDataset state dict for resumption")
 
 
-def test_missing_batch_size_fails_at_iteration(ints30, cache_dir) -> None:
-    with StreamingDataset(remote=ints30, local=cache_dir()) as ds:
-        with pytest.raises(ValueError, match="Please pass `batch_size` to StreamingDataset"):
-            next(iter(ds))
+def test_missing_batch_size_means_one_with_a_warning(ints30, cache_dir) -> None:
+    """A plain DataLoader's default batch is 1: a dataset built without `batch_size` uses it
+    (with one warning saying how to set it), in exactly the order of `batch_size=1`."""
+    kwargs = dict(remote=ints30, shuffle=True, shuffle_block_size=10, num_canonical_nodes=2)
+    with StreamingDataset(local=cache_dir(), **kwargs) as ds:
+        with pytest.warns(UserWarning, match="built without `batch_size`.*StreamingDataLoader"):
+            got = [s["v"] for s in ds]
+        assert ds.batch_size == 1
+    with StreamingDataset(local=cache_dir(), batch_size=1, **kwargs) as ds:
+        assert got == [s["v"] for s in ds]
+
+

@@ -18,7 +18,7 @@ from streaming.order.partition.orig import Table, get_partitions_orig, partition
 from streaming.order.partition.relaxed import get_partitions_relaxed, partition_relaxed
 
 __all__ = ["Table", "algos", "get_partitions", "get_partitions_orig", "get_partitions_relaxed",
-           "orig", "partition", "relaxed"]
+           "orig", "partition", "relaxed", "resume_limit"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +43,19 @@ def _check_not_negative(values: tuple[int, ...]) -> None:
             raise ValueError(f'`{name}` must be non-negative, but got: {value}.')
 
 
+def resume_limit(num_samples: int, num_ranks: int) -> int:
+    """The furthest position of an epoch a run on `num_ranks` ranks can resume from.
+
+    An epoch is padded with repeated samples up to the next multiple of the number of ranks
+    (a whole extra round when it already is one, as in the reference), so a checkpoint can count
+    a few samples more than the epoch has.
+    """
+    return num_samples + num_ranks - (num_samples % num_ranks)
+
+
 def _check_resumable(num_samples: int, num_physical_nodes: int, ranks_per_node: int,
                      drop_first: int) -> None:
-    world_size = ranks_per_node * num_physical_nodes
-    num_repeated_samples = world_size - (num_samples % world_size)
-    if num_samples + num_repeated_samples < drop_first:
+    if resume_limit(num_samples, ranks_per_node * num_physical_nodes) < drop_first:
         raise ValueError(f'Resuming further into the dataset ({drop_first}) than it has samples '
                          f'({num_samples})')
 
