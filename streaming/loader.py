@@ -8,6 +8,7 @@ recognise it.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -72,7 +73,9 @@ class StreamingDataLoader(DataLoader):
 
     def __iter__(self) -> Iterator[Any]:
         self.num_samples_yielded = 0
-        for batch in super().__iter__():
+        batches = super().__iter__()
+        self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
+        for batch in batches:
             self.num_samples_yielded += batch_length(batch)
             yield batch
 
@@ -93,8 +96,24 @@ class StreamingDataLoader(DataLoader):
         if dataset is not None:
             dataset.load_state_dict(obj)
 
+    def close(self) -> None:
+        """Stop this loader's worker processes now (idempotent).
+
+        Workers release their hold on the dataset's shared state as they exit. The dataset
+        itself stays open for other loaders: close it with its own `close()` or `with` block.
+        """
+        current = getattr(self, "_current", None)
+        for iterator in (getattr(self, "_iterator", None), current() if current else None):
+            shutdown = getattr(iterator, "_shutdown_workers", None)
+            if shutdown is not None:
+                shutdown()
+        self._iterator = None
+
+    def __enter__(self) -> StreamingDataLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __del__(self) -> None:
-        iterator = getattr(self, "_iterator", None)
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        self.close()

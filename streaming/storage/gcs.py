@@ -1,11 +1,9 @@
-"""`gs://bucket/prefix`: Google Cloud Storage, chosen the way the reference chooses.
+"""`gs://bucket/prefix` through google-cloud-storage (the `gcs` extra): reads and writes.
 
-With `GCS_KEY` and `GCS_SECRET` set, the bucket is reached through GCS's S3-compatible XML API
-with HMAC keys (an `S3Store` pointed at storage.googleapis.com). Otherwise the
-google-cloud-storage client is used with Application Default Credentials, or anonymously
-against `STORAGE_EMULATOR_HOST` (fake-gcs-server). obstore's native GCS store is not used
-because it writes through XML-API calls the emulator does not implement, so it could not be
-tested here.
+Application Default Credentials, or anonymous requests against `STORAGE_EMULATOR_HOST`
+(fake-gcs-server). Which GCS store serves a URL is decided in `streaming.storage.gcs_obstore`
+(`open_gcs_store`): HMAC keys go through the S3-compatible API, and without this extra installed
+reads go through obstore's native GCS store.
 """
 
 from __future__ import annotations
@@ -18,12 +16,8 @@ from google.cloud import storage
 
 from streaming.storage.base import MeteredWriter, ProgressFn, Store, split_url
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
-from streaming.storage.s3 import S3Store
 
-__all__ = ["GCSStore", "GCSHmacStore", "GCSOptions", "open_gcs_store",
-           "GCS_ERROR_NO_AUTHENTICATION"]
-
-_GCS_S3_ENDPOINT = "https://storage.googleapis.com"
+__all__ = ["GCSStore", "GCSOptions", "GCS_ERROR_NO_AUTHENTICATION"]
 
 
 class GCSOptions(TypedDict, total=False):
@@ -35,28 +29,6 @@ class GCSOptions(TypedDict, total=False):
     """Project for the client (`GOOGLE_CLOUD_PROJECT`; only used to build the client)."""
     timeout: float
     """Seconds per HTTP request (connect and read) of the google client (default 60)."""
-
-
-def open_gcs_store(url: str, **options: Any) -> Store:
-    """The HMAC (S3 interop) store when `GCS_KEY`/`GCS_SECRET` are set, else `GCSStore`."""
-    key, secret = os.environ.get("GCS_KEY"), os.environ.get("GCS_SECRET")
-    if key and secret and "emulator_host" not in options:
-        return GCSHmacStore(url, access_key_id=key, secret_access_key=secret, **options)
-    return GCSStore(url, **options)
-
-
-class GCSHmacStore(S3Store):
-    """A GCS bucket through the S3-compatible API with HMAC keys (the reference's HMAC mode)."""
-
-    scheme = "gs"
-
-    def __init__(self, url: str, **options: Any) -> None:
-        options.setdefault("endpoint", _GCS_S3_ENDPOINT)
-        options.setdefault("region", "auto")
-        super().__init__(url, **options)
-
-    def _not_found_message(self, path: str) -> str:
-        return Store._not_found_message(self, path)  # the reference's GCS wording, not S3's
 
 
 class GCSStore(Store):

@@ -92,16 +92,17 @@ def open_store(url: str, **options: Any) -> Store:
     return _load(scheme, spec)(url, **options)
 
 
-# One line per scheme. Shipped backends live next to this file.
+# One line per scheme. Shipped backends live next to this file; obstore (s3, gs reads, azure,
+# http) is a core dependency, the SDK-based schemes name their extra.
 register_store("", "streaming.storage.local:LocalStore")
 register_store("file", "streaming.storage.local:LocalStore")
 register_store("memory", "streaming.storage.memory:MemoryStore")
-register_store("s3", "streaming.storage.s3:S3Store", "s3")
-register_store("gs", "streaming.storage.gcs:open_gcs_store", "gcs")
-register_store("azure", "streaming.storage.azure:AzureStore", "azure")
-register_store("azure-dl", "streaming.storage.azure:AzureDataLakeStore", "azure")
-register_store("http", "streaming.storage.http:HTTPStore", "http")
-register_store("https", "streaming.storage.http:HTTPStore", "http")
+register_store("s3", "streaming.storage.s3:S3Store")
+register_store("gs", "streaming.storage.gcs_obstore:open_gcs_store")
+register_store("azure", "streaming.storage.azure:AzureStore")
+register_store("azure-dl", "streaming.storage.azure:AzureDataLakeStore")
+register_store("http", "streaming.storage.http:HTTPStore")
+register_store("https", "streaming.storage.http:HTTPStore")
 register_store("sftp", "streaming.storage.sftp:SFTPStore", "sftp")
 register_store("hf", "streaming.storage.hf:HFStore", "hf")
 register_store("oci", "streaming.storage.oci:OCIStore", "oci")

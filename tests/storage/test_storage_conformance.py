@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -218,6 +220,38 @@ class TestFakeGCS(StoreTests):
     @pytest.fixture
     def server(self, gcs_server: Server) -> Server:
         return gcs_server
+
+
+class TestFakeGCSReadOnlyObstore(StoreTests):
+    """`gs://` on a plain install (no google-cloud-storage): reads through obstore's GCS store."""
+
+    @pytest.fixture
+    def server(self, gcs_server: Server) -> Server:
+        return gcs_server
+
+    @pytest.fixture
+    def store(self, server: Server, root: str) -> Store:
+        from streaming.storage.gcs_obstore import GCSReadStore
+
+        return GCSReadStore(root, **server.options)
+
+    def test_writes_name_the_extra(self, store: Store, tmp_path: Any) -> None:
+        local = tmp_path / "x.bin"
+        local.write_bytes(b"x")
+        with pytest.raises(ImportError, match=r"pip install 'shardstream\[gcs\]'"):
+            store.upload(str(local), "x.bin")
+
+    def test_plain_install_opens_gs_with_obstore(self, server: Server, root: str,
+                                                 seeded: dict[str, bytes]) -> None:
+        """In a fresh interpreter where google-cloud-storage cannot be imported."""
+        code = (
+            "import sys; sys.modules['google.cloud.storage'] = None\n"
+            "from streaming.storage import open_store\n"
+            f"store = open_store({root!r}, emulator_host={server.endpoint!r})\n"
+            "print(type(store).__name__, len(store.get('dir/b.bin')))\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120, check=True).stdout.split()
+        assert out == ["GCSReadStore", str(len(seeded["dir/b.bin"]))]
 
 
 class TestGCSHmacViaMoto(StoreTests):

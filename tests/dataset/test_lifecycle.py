@@ -1,0 +1,291 @@
+"""A dataset's life in one process: dropped at once, rebuilt at once, never blocked at release.
+
+Reference user code (notebooks, test suites, "build the eval set again") drops a dataset and
+builds another over the same directories straight away. That works only if nothing keeps the old
+one alive until a garbage collection: these tests run with the collector off. Finalizers that do
+run inside a collection must never wait for a lock (the collection may start while this very
+thread holds it).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from torch.utils.data import DataLoader
+
+from streaming import Stream, StreamingDataLoader, StreamingDataset
+from streaming.coord.registry import ensure_state_dir, read_record, registry_lock
+from streaming.coord.release import RELEASE_TIMEOUT, pending_count
+from streaming.coord.wait import wait_until
+from tests.dataset.conftest import write_ints
+
+
+@pytest.fixture
+def no_gc() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _full(ds: StreamingDataset) -> None:
+    assert sorted(s["v"] for s in ds) == list(range(30))
+
+
+def _break_early(ds: StreamingDataset) -> None:
+    for i, _ in enumerate(ds):
+        if i == 3:
+            break
+
+
+def _one_then_drop(ds: StreamingDataset) -> None:
+    it = iter(ds)
+    next(it)
+    del it
+
+
+def _random_access(ds: StreamingDataset) -> None:
+    assert ds[29]["v"] == 29 and [s["v"] for s in ds[3:6]] == [3, 4, 5]
+
+
+def _checkpoint(ds: StreamingDataset) -> None:
+    ds.load_state_dict({"epoch": 0, "sample_in_epoch": 5, "num_canonical_nodes": 1,
+                        "shuffle_seed": 9176, "initial_physical_nodes": 1})
+    it = iter(ds)
+    next(it)
+    assert ds.state_dict(1, False)["sample_in_epoch"] == 6
+    del it
+
+
+def _loader(workers: int, stop: int | None) -> Callable[[StreamingDataset], None]:
+    def run(ds: StreamingDataset) -> None:
+        loader = StreamingDataLoader(ds, batch_size=2, num_workers=workers)
+        for i, _ in enumerate(loader):
+            if i == stop:
+                break
+        loader.state_dict()
+    return run
+
+
+SCENARIOS = {
+    "full-epoch": _full,
+    "break": _break_early,
+    "next-then-drop": _one_then_drop,
+    "random-access": _random_access,
+    "checkpoint": _checkpoint,
+    "loader-0-workers": _loader(0, None),
+    "loader-2-workers": _loader(2, None),
+    "loader-2-workers-break": _loader(2, 2),
+}
+
+
+@pytest.mark.parametrize("use", SCENARIOS.values(), ids=SCENARIOS.keys())
+def test_dropping_a_dataset_releases_it_at_once(ints30: str, cache_dir: Callable[[], str],
+                                                no_gc: None, use: Callable[..., None]) -> None:
+    local = cache_dir()
+    ds = StreamingDataset(remote=ints30, local=local, batch_size=2, shuffle=True)
+    use(ds)
+    alive = weakref.ref(ds)
+    del ds
+    assert alive() is None, "something still refers to the dropped dataset"
+    again = StreamingDataset(remote=ints30, local=local, batch_size=2, shuffle=True)
+    _full(again)
+
+
+def test_cyclic_garbage_is_collected_before_reused_local_directory(
+        ints30: str, cache_dir: Callable[[], str], no_gc: None) -> None:
+    """User code may tie a dataset into a cycle; the conflict check collects once and retries."""
+    local = cache_dir()
+    ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    ds.me = ds  # type: ignore[attr-defined]
+    del ds
+    again = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    _full(again)
+
+
+def test_a_live_dataset_still_refuses_a_second_one(ints30: str,
+                                                   cache_dir: Callable[[], str]) -> None:
+    local = cache_dir()
+    with StreamingDataset(remote=ints30, local=local, batch_size=2):
+        with pytest.raises(ValueError, match="Reused local directory"):
+            StreamingDataset(remote=ints30, local=local, batch_size=2)
+
+
+def _holders(name: str) -> list[list[int]]:
+    record = read_record(ensure_state_dir(), name)
+    return record.holders if record else []
+
+
+def test_finalizer_under_the_held_registry_lock_never_waits(ints30: str,
+                                                            cache_dir: Callable[[], str],
+                                                            no_gc: None) -> None:
+    """The collection runs while this thread holds the registry lock (as inside `json.dump` of
+    a registry write): the finalizer queues its release instead of waiting for itself."""
+    local = cache_dir()
+    ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    name = ds._namespace.name
+    ds.me = ds  # type: ignore[attr-defined]  # only a collection frees it
+    alive = weakref.ref(ds)
+    del ds
+    with registry_lock(ensure_state_dir()):
+        started = time.monotonic()
+        gc.collect()
+        elapsed = time.monotonic() - started
+        assert alive() is None
+        assert _holders(name)  # not released yet: it could not take the lock
+    assert elapsed < RELEASE_TIMEOUT / 2  # a wait would have lasted the release timeout
+    wait_until(lambda: None if _holders(name) else True, timeout=30,
+               what=lambda: f"the queued release of {name}")
+    assert pending_count() == 0
+    _full(StreamingDataset(remote=ints30, local=local, batch_size=2))
+
+
+def test_collections_anywhere_inside_registry_writes_leave_nothing_behind(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """Collect on nearly every allocation while datasets in cycles are dropped and new ones are
+    opened (their registry writes run with the lock held): no wait, no leftover holder."""
+    old = gc.get_threshold()
+    names = []
+    gc.set_threshold(1, 1, 1)
+    try:
+        started = time.monotonic()
+        for _ in range(4):
+            local = cache_dir()
+            ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
+            names.append(ds._namespace.name)
+            ds.me = ds  # type: ignore[attr-defined]
+            del ds
+            StreamingDataset(remote=ints30, local=local, batch_size=2).close()
+        elapsed = time.monotonic() - started
+    finally:
+        gc.set_threshold(*old)
+    gc.collect()
+    assert elapsed < RELEASE_TIMEOUT  # no finalizer waited out the lock timeout
+    for name in names:
+        wait_until(lambda: None if _holders(name) else True, timeout=30,  # noqa: B023
+                   what=lambda: f"release of {name}")  # noqa: B023
+
+
+def test_context_managers_and_idempotent_close(ints30: str,
+                                               cache_dir: Callable[[], str]) -> None:
+    local = cache_dir()
+    with StreamingDataset(remote=ints30, local=local, batch_size=2) as ds:
+        with StreamingDataLoader(ds, batch_size=2, num_workers=2) as loader:
+            batches = iter(loader)
+            next(batches)
+            workers = list(loader._current()._workers)  # type: ignore[attr-defined]
+        assert all(not w.is_alive() for w in workers)  # stopped by the loader's `with`
+        loader.close()
+        del batches
+    ds.close()
+    ds.close()
+    with StreamingDataset(remote=ints30, local=local, batch_size=2) as again:
+        _full(again)
+
+
+def test_loader_hands_its_batch_size_to_a_dataset_built_without_one(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    kwargs = dict(remote=ints30, shuffle=True, shuffle_block_size=10, num_canonical_nodes=2)
+    with StreamingDataset(local=cache_dir(), batch_size=4, **kwargs) as ds:
+        expected = [b["v"].tolist() for b in StreamingDataLoader(ds, batch_size=4)]
+    with StreamingDataset(local=cache_dir(), **kwargs) as ds:
+        loader = StreamingDataLoader(ds, batch_size=4)
+        assert ds.batch_size == 4 and ds.predownload == 32
+        assert [b["v"].tolist() for b in loader] == expected
+
+
+def test_plain_dataloader_without_batch_size_warns_once(ints30: str,
+                                                        cache_dir: Callable[[], str]) -> None:
+    with StreamingDataset(local=cache_dir(), remote=ints30, shuffle=True) as ds:
+        with pytest.warns(UserWarning, match="without `batch_size`") as record:
+            got = [int(b["v"]) for b in DataLoader(ds)]
+            again = [int(b["v"]) for b in DataLoader(ds)]
+    assert sorted(got) == sorted(again) == list(range(30))
+    assert sum("without `batch_size`" in str(w.message) for w in record) == 1
+
+
+# ---- the reference's couplings its own suite checks ---------------------------------------
+
+def test_stream_without_local_or_remote_refuses_an_existing_temp_dir() -> None:
+    with pytest.raises(FileExistsError, match="Could not create a temporary local directory"):
+        Stream()
+
+
+def test_too_small_cache_limit_fails_after_creating_the_local_dir(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    local = cache_dir()
+    with pytest.raises(ValueError, match="[Cc]ache limit"):
+        StreamingDataset(remote=ints30, local=local, cache_limit="1kb", batch_size=1)
+    assert os.path.isdir(local)  # callers clean it up, as with the reference
+
+
+def test_shard_deleted_mid_epoch_is_back_when_the_epoch_ends(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    local = cache_dir()
+    path = os.path.join(local, "shard.00000.mds")
+    removed = False
+    with StreamingDataset(remote=ints30, local=local, batch_size=1) as ds:
+        seen = []
+        for sample in ds:
+            seen.append(sample["v"])
+            if not removed and os.path.exists(path):
+                os.remove(path)
+                removed = True
+        assert removed and seen == list(range(30))
+        assert os.path.exists(path)
+        assert ds.cache_usage == sum(
+            os.path.getsize(os.path.join(local, f)) for f in os.listdir(local))
+
+
+# ---- state dicts ------------------------------------------------------------------------------
+
+GOOD = {"epoch": 0, "sample_in_epoch": 4, "num_canonical_nodes": 1, "shuffle_seed": 9176,
+        "initial_physical_nodes": 1}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"sample_in_epoch": None}, "'sample_in_epoch' must be an integer, got None"),
+    ({"sample_in_epoch": -3}, "'sample_in_epoch' must be non-negative, got -3"),
+    ({"sample_in_epoch": 32}, "'sample_in_epoch' is 32, beyond this dataset's epoch"),
+    ({"num_canonical_nodes": 0}, "'num_canonical_nodes' must be a positive integer"),
+    ({"shuffle_seed": "x"}, "'shuffle_seed' must be an integer, got 'x'"),
+    ({"epoch": 1.5}, "'epoch' must be an integer, got 1.5"),
+])
+def test_bad_state_dicts_are_refused_naming_key_and_value(
+        ints30: str, cache_dir: Callable[[], str], change: dict[str, Any], message: str) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2) as ds:
+        with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+            ds.load_state_dict({**GOOD, **change})
+        ds.load_state_dict({**GOOD, "sample_in_epoch": 31})  # padding may count one round more
+        assert ds.state_dict(0, False)["sample_in_epoch"] == 31
+
+
+def test_state_dict_missing_keys_is_refused(ints30: str, cache_dir: Callable[[], str]) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2) as ds:
+        with pytest.raises(ValueError, match="missing 'sample_in_epoch'.*not a StreamingDataset"):
+            ds.load_state_dict({"epoch": 0, "num_canonical_nodes": 1, "shuffle_seed": 1})
+        with pytest.raises(ValueError, match="must be a dict"):
+            ds.load_state_dict([1, 2])  # type: ignore[arg-type]
+
+
+def test_state_dict_of_another_dataset_is_refused(ints30: str, make_ints: Callable[..., str],
+                                                  cache_dir: Callable[[], str]) -> None:
+    big = make_ints(range(300))
+    with StreamingDataset(remote=big, local=cache_dir(), batch_size=2) as ds:
+        it = iter(ds)
+        for _ in range(200):
+            next(it)
+        state = ds.state_dict(200, False)
+        del it
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2) as small:
+        with pytest.raises(ValueError, match="'sample_in_epoch' is 200, beyond"):
+            small.load_state_dict(state)
+    assert write_ints  # the helper module's writer is what made both datasets
