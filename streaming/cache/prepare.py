@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from streaming.errors import HashMismatchError, ShardUnavailableError
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
-from streaming.format.hashing import get_hash
+from streaming.format.hashing import fast_hash_of, get_hash
 
 if TYPE_CHECKING:
     from streaming.format.index import FileInfo
@@ -74,11 +74,13 @@ def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
         )
     from streaming.storage.transfer import fetch
 
-    expected = info.hashes.get(src.validate_hash) if src.validate_hash else None
     if src.validate_hash:
         check_hash_algo(src.validate_hash, info)
+    # An explicit `validate_hash` chooses; without it, a fast digest the index carries is
+    # checked anyway (costs ~nothing next to the transfer) so a corrupt download never passes.
+    algo = src.validate_hash or fast_hash_of(info.hashes)
     result = fetch(src.store, info.basename, path, retries=src.retries, timeout=src.timeout,
-                   hash_algo=src.validate_hash if expected else None, expected_hash=expected,
+                   hash_algo=algo, expected_hash=info.hashes.get(algo) if algo else None,
                    expected_size=info.bytes)
     return PrepareResult(delta_bytes=info.bytes, fetched_bytes=result.bytes,
                          fetch_seconds=result.seconds)

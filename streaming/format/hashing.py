@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from streaming.errors import MissingDependencyError
 
-__all__ = ["Hasher", "get_hash", "get_hashes", "hash_file", "is_hash", "new_hasher"]
+__all__ = ["FAST_HASHES", "Hasher", "fast_hash_of", "get_hash", "get_hashes", "hash_file",
+           "is_hash", "new_hasher"]
 
 _HASHLIB_NAMES = (
     "blake2b",
@@ -34,6 +35,9 @@ _XXHASH_NAMES = ("xxh32", "xxh64", "xxh128", "xxh3_64", "xxh3_128")
 _NAMES = frozenset(_HASHLIB_NAMES + _XXHASH_NAMES)
 
 _CHUNK_BYTES = 4 << 20
+
+#: Digests cheap enough to check on every download (GB/s, far above any link), fastest first.
+FAST_HASHES = ("xxh3_64", "xxh3_128", "xxh128", "xxh64", "xxh32")
 
 
 class Hasher(Protocol):
@@ -100,3 +104,12 @@ def hash_file(algo: str, path: str | os.PathLike[str], *, chunk_bytes: int = _CH
                 break
             hasher.update(view[:count])
     return hasher.hexdigest()
+
+
+def fast_hash_of(digests: dict[str, str] | Any) -> str | None:
+    """The fastest of `FAST_HASHES` that a file's index entry carries, or None.
+
+    Downloads are checked against it even without `validate_hash`, so a corrupt transfer is
+    never trained on; a slow digest (sha*, md5) is only checked when asked for.
+    """
+    return next((algo for algo in FAST_HASHES if algo in digests), None)

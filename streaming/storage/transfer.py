@@ -168,8 +168,12 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
             raise IncompleteTransferError(
                 f"Downloaded {count} bytes of {store.url_for(remote_path)}, expected "
                 f"{expected_size}")
-        if hash_algo and expected_hash is not None and _digest(hash_algo, tmp) != expected_hash:
-            raise HashMismatchError(f"Checksum failure: {local_path}")
+        if hash_algo and expected_hash is not None:
+            actual = _digest(hash_algo, tmp)
+            if actual != expected_hash:
+                raise HashMismatchError(
+                    f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, the "
+                    f"index says {expected_hash})")
         os.replace(tmp, local_path)
     except BaseException:
         _remove(tmp)

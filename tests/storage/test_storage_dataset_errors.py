@@ -117,3 +117,30 @@ def test_index_escaping_its_prefix_is_refused(s3: Server, tmp_path: Any) -> None
     with pytest.raises(UnsafePathError, match=r"\.\./other-dataset.*" + f"{remote}/index.json"):
         _open(remote, tmp_path)
     assert not (tmp_path / "other-dataset").exists()
+
+
+@pytest.mark.parametrize("validate_hash, checked", [(None, "xxh3_64"), ("sha1", "sha1")])
+def test_a_corrupt_download_is_never_trained_on(tmp_path: Any, validate_hash: str | None,
+                                                checked: str) -> None:
+    """A flipped byte in a remote shard fails its digest: a fast one the index carries is
+    checked on every download even without `validate_hash`; an explicit one chooses."""
+    from streaming import MDSWriter
+    from streaming.errors import HashMismatchError
+
+    remote = str(tmp_path / "remote")
+    with MDSWriter(out=remote, columns={"v": "int"}, hashes=["sha1", "xxh3_64", "xxh64"],
+                   size_limit=1 << 10) as writer:
+        for i in range(300):
+            writer.write({"v": i})
+    path = os.path.join(remote, "shard.00001.mds")
+    data = bytearray(open(path, "rb").read())
+    data[-3] ^= 0x40  # inside a sample's value: the shard still parses
+    open(path, "wb").write(bytes(data))
+    kwargs = {"validate_hash": validate_hash} if validate_hash else {}
+    with StreamingDataset(remote=remote, local=str(tmp_path / "cache"), batch_size=4,
+                          **kwargs) as dataset:
+        with pytest.raises(HashMismatchError, match=f"Checksum failure: .*shard.00001.mds "
+                                                    f"\\({checked} of "):
+            for _ in dataset:
+                pass
+    assert not os.path.exists(tmp_path / "cache" / "shard.00001.mds")  # nothing corrupt cached
