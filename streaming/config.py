@@ -1,28 +1,42 @@
-"""The arguments of `StreamingDataset`, checked once, in the reference's order and wording.
+"""The arguments of `StreamingDataset` as typed, frozen data, checked once in the reference's order.
 
-A frozen record the rest of the runtime reads instead of a dozen loose attributes. Pure: no I/O,
+`DatasetConfig.from_arguments` routes the constructor's keyword arguments by name into the
+records that own them: the defaults streams inherit (`StreamDefaults`), the order knobs
+(`streaming.order.OrderOptions`, which checks itself) and the runtime's own. A new knob is a
+field of one of those records (plus its parameter in the constructor's signature). Pure: no I/O,
 no environment.
 """
 
 from __future__ import annotations
 
-import warnings
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from streaming.order.defaults import (
-    check_batching_method,
-    check_epoch_size,
-    check_sampling_granularity,
-    check_sampling_method,
-    check_shuffle_seed,
-    resolve_predownload,
-)
+from streaming.order.defaults import resolve_predownload
+from streaming.order.plan import OrderOptions
+from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.units import bytes_to_int, number_abbrev_to_int
 
-__all__ = ["DatasetConfig", "DEFAULT_TIMEOUT"]
+__all__ = ["DEFAULT_TIMEOUT", "DatasetConfig", "StreamDefaults"]
 
-DEFAULT_TIMEOUT = 60.0
+
+@dataclass(frozen=True)
+class StreamDefaults:
+    """What every stream of the dataset inherits where it leaves a knob unset."""
+
+    remote: str | None = None
+    local: str | None = None
+    split: str | None = None
+    download_retry: int = 2
+    download_timeout: float = DEFAULT_TIMEOUT
+    validate_hash: str | None = None
+    keep_zip: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The dict `Stream.apply_default` takes (the reference's shape)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -32,78 +46,55 @@ class DatasetConfig:
     Defaults are the reference's; see `StreamingDataset` for what each one means.
     """
 
-    remote: str | None = None
-    local: str | None = None
-    split: str | None = None
-    download_retry: int = 2
-    download_timeout: float = DEFAULT_TIMEOUT
-    validate_hash: str | None = None
-    keep_zip: bool = False
-    epoch_size: int | str | None = None
+    stream_defaults: StreamDefaults = StreamDefaults()
+    order: OrderOptions = OrderOptions()
     predownload: int | None = None
-    cache_limit: int | str | None = None
-    sampling_method: str = "balanced"
-    sampling_granularity: int = 1
-    partition_algo: str = "relaxed"
-    num_canonical_nodes: int | None = None
-    batch_size: int | None = None
-    shuffle: bool = False
-    shuffle_algo: str = "py1e"
-    shuffle_seed: int = 9176
-    shuffle_block_size: int | None = None
-    batching_method: str = "random"
+    cache_limit: int | None = None  # bytes
     allow_unsafe_types: bool = False
     replication: int | None = None
     stream_name: str = "stream"
     stream_config: dict[str, Any] | None = field(default=None, compare=False)
 
-    def validate(self, has_streams: bool) -> None:
-        """Raise the reference's error for the first bad argument; warn where it warns."""
-        if has_streams == bool(self.remote or self.local):
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any], *, has_streams: bool) -> DatasetConfig:
+        """Check and parse the constructor's keyword arguments (unknown names are refused).
+
+        Errors come in the reference's order and wording: streams vs remote/local first, then
+        the order knobs (`OrderOptions`), then the `predownload` warning.
+
+        Raises:
+            ValueError: the first bad argument.
+            TypeError: an argument no record owns.
+        """
+        args = dict(arguments)
+        if has_streams == bool(args.get("remote") or args.get("local")):
             raise ValueError(
-                "You must provide either `streams` or `remote`/`local`, but not both."
-            )
-        check_sampling_method(self.sampling_method)
-        check_sampling_granularity(self.sampling_granularity)
-        check_batching_method(self.batching_method)
-        check_shuffle_seed(self.shuffle_seed)
-        if self.batch_size is not None and self.batch_size <= 0:
-            raise ValueError(f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
-        if self.num_canonical_nodes is not None and self.num_canonical_nodes < 0:
-            raise ValueError(
-                "`num_canonical_nodes` must be a positive integer, but got: "
-                f"{self.num_canonical_nodes}."
-            )
-        resolve_predownload(self.predownload, self.batch_size)  # warns if below batch_size
+                "You must provide either `streams` or `remote`/`local`, but not both.")
+        if args.get("epoch_size"):
+            args["epoch_size"] = number_abbrev_to_int(args["epoch_size"])
+        if args.get("cache_limit"):
+            args["cache_limit"] = bytes_to_int(args["cache_limit"])
+        else:
+            args["cache_limit"] = None
+        defaults = _take(StreamDefaults, args)
+        order = _take(OrderOptions, args)
+        resolve_predownload(args.get("predownload"), order.batch_size)  # warns if < batch_size
+        own = {f.name for f in dataclasses.fields(cls)} - {"stream_defaults", "order"}
+        unknown = sorted(set(args) - own)
+        if unknown:
+            raise TypeError(f"Unknown StreamingDataset argument(s): {unknown}")
+        return cls(stream_defaults=defaults, order=order, **args)
 
     @property
     def resolved_predownload(self) -> int:
         """`predownload`, or the reference's default of 8 batches (64 without a batch size)."""
-        with warnings.catch_warnings():  # already warned in `validate`
-            warnings.simplefilter("ignore")
-            return int(resolve_predownload(self.predownload, self.batch_size))
+        if self.predownload is not None:
+            return self.predownload
+        batch = self.order.batch_size
+        return 8 * batch if batch is not None else 64
 
-    @property
-    def resolved_epoch_size(self) -> int | None:
-        """The requested samples per epoch ("100k" style accepted), or None for "all"."""
-        if not self.epoch_size:
-            return None
-        return check_epoch_size(number_abbrev_to_int(self.epoch_size))
 
-    @property
-    def resolved_cache_limit(self) -> int | None:
-        """The cache limit in bytes ("10gb" style accepted), or None for unlimited."""
-        return bytes_to_int(self.cache_limit) if self.cache_limit else None
-
-    @property
-    def epoch_seed_change(self) -> bool:
-        """Whether the sample choice changes every epoch (balanced sampling with shuffle)."""
-        return self.shuffle and self.sampling_method == "balanced"
-
-    def stream_defaults(self) -> dict[str, Any]:
-        """The values streams inherit when they leave a knob unset."""
-        return {
-            "remote": self.remote, "local": self.local, "split": self.split,
-            "download_retry": self.download_retry, "download_timeout": self.download_timeout,
-            "validate_hash": self.validate_hash, "keep_zip": self.keep_zip,
-        }
+def _take(record: type[Any], args: dict[str, Any]) -> Any:
+    """Build `record` from the arguments named like its fields (removing them from `args`)."""
+    names = [f.name for f in dataclasses.fields(record) if f.name in args]
+    return record(**{name: args.pop(name) for name in names})

@@ -7,13 +7,15 @@ epoch plan (computed once per node and shared), `cache/` for shards and the read
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
 import warnings
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 from torch.utils.data import IterableDataset
 
 from streaming.array import Array
@@ -29,12 +31,16 @@ from streaming.checkpoint import (
 from streaming.config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.coord import open_namespace
 from streaming.coord.barrier import LATCH_SLOTS, Latch, once_per_node
+from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
-from streaming.order.defaults import resolve_num_canonical_nodes, resolve_shuffle_block_size
-from streaming.order.partition import resume_limit
+from streaming.order.plan import Resolution, StreamTable, plan, plan_config, resolve_epoch
 from streaming.order.world import World
 from streaming.registry import construct_from_registry
+from streaming.spanner import Spanner
 from streaming.stream import Stream, streams_registry
+
+if TYPE_CHECKING:
+    from streaming.format.reader import Reader
 
 __all__ = ["StreamingDataset"]
 
@@ -46,7 +52,40 @@ class StreamingDataset(Array, IterableDataset):
 
     Arguments, defaults and behaviour are MosaicML Streaming's; see the README and
     `docs/compatibility.md` for what we changed on purpose. All arguments are keyword-only.
+    The reference's attributes (`shuffle`, `batch_size`, `num_canonical_nodes`,
+    `samples_per_shard`...) are typed views of `config`, the lazily resolved order values and the
+    shard catalog (`streaming.dataset_fields`).
     """
+
+    # The order knobs (`config.order`), checked again when set.
+    shuffle = OrderField[bool]()
+    shuffle_algo = OrderField[str]()
+    partition_algo = OrderField[str]()
+    sampling_method = OrderField[str]()
+    sampling_granularity = OrderField[int]()
+    batching_method = OrderField[str]()
+    batch_size = OrderField["int | None"]()
+    # Decided at the first epoch or state dict, or by a checkpoint (`streaming.order.Resolution`).
+    num_canonical_nodes = ResolvedField["int | None"]()
+    shuffle_seed = ResolvedField[int]()
+    shuffle_block_size = ResolvedField["int | None"]()
+    initial_physical_nodes = ResolvedField["int | None"]()
+    # Runtime knobs.
+    cache_limit = ConfigField["int | None"]()
+    allow_unsafe_types = ConfigField[bool]()
+    replication = ConfigField["int | None"]()
+    # The shard catalog's bookkeeping (int64 arrays, stream then shard order).
+    shards = CatalogField["list[Reader]"]()
+    num_shards = CatalogField[int]()
+    num_samples = CatalogField[int]()
+    stream_per_shard = CatalogField["NDArray[np.int64]"]()
+    shards_per_stream = CatalogField["NDArray[np.int64]"]()
+    shard_offset_per_stream = CatalogField["NDArray[np.int64]"]()
+    samples_per_shard = CatalogField["NDArray[np.int64]"]()
+    sample_offset_per_shard = CatalogField["NDArray[np.int64]"]()
+    samples_per_stream = CatalogField["NDArray[np.int64]"]()
+    sample_offset_per_stream = CatalogField["NDArray[np.int64]"]()
+    spanner = CatalogField[Spanner]()
 
     def __init__(
         self,
@@ -77,29 +116,16 @@ class StreamingDataset(Array, IterableDataset):
         stream_name: str = "stream",
         stream_config: dict[str, Any] | None = None,
     ) -> None:
-        config = DatasetConfig(
-            remote=remote, local=local, split=split, download_retry=download_retry,
-            download_timeout=download_timeout, validate_hash=validate_hash, keep_zip=keep_zip,
-            epoch_size=epoch_size, predownload=predownload, cache_limit=cache_limit,
-            sampling_method=sampling_method, sampling_granularity=sampling_granularity,
-            partition_algo=partition_algo, num_canonical_nodes=num_canonical_nodes,
-            batch_size=batch_size, shuffle=shuffle, shuffle_algo=shuffle_algo,
-            shuffle_seed=shuffle_seed, shuffle_block_size=shuffle_block_size,
-            batching_method=batching_method, allow_unsafe_types=allow_unsafe_types,
-            replication=replication, stream_name=stream_name, stream_config=stream_config,
-        )
+        arguments = {name: value for name, value in locals().items()
+                     if name not in ("self", "streams")}
         self._set_worlds(replication)
-        config.validate(has_streams=bool(streams))
-        self.config = config
-        self._copy_public_arguments(config)
-        self.streams = self._build_streams(streams, config)
-        self.num_streams = len(self.streams)
+        self.config = DatasetConfig.from_arguments(arguments, has_streams=bool(streams))
+        self._resolution: Resolution = self.config.order.start()
+        self.streams = self._build_streams(streams, self.config)
         Stream.validate_weights(self.streams)
-        self._load_streams()
-        self.cache_limit = self._check_cache_limit(config.resolved_cache_limit)
-        self.epoch_size = Stream.apply_weights(self.streams, self.samples_per_stream,
-                                               config.resolved_epoch_size, shuffle_seed)
-        self.length = math.ceil(self.epoch_size / self._parallel_world.num_ranks)
+        self._catalog = self._load_streams()
+        self._check_cache_limit(self.config.cache_limit)
+        self._table = self._derive_weights()
         self._open_node_state()
 
     # ------------------------------------------------------------------------- construction
@@ -108,20 +134,10 @@ class StreamingDataset(Array, IterableDataset):
         self._unique_world = World.detect()
         self._parallel_world = (self._unique_world.replicate(replication) if replication
                                 else self._unique_world.copy())
-        self.initial_physical_nodes: int | None = None
-
-    def _copy_public_arguments(self, config: DatasetConfig) -> None:
-        for name in ("predownload", "sampling_method", "sampling_granularity", "partition_algo",
-                     "num_canonical_nodes", "batch_size", "shuffle", "shuffle_algo",
-                     "shuffle_seed", "shuffle_block_size", "batching_method",
-                     "allow_unsafe_types", "replication"):
-            setattr(self, name, getattr(config, name))
-        self.predownload = config.resolved_predownload
-        self.epoch_seed_change = config.epoch_seed_change
 
     @staticmethod
     def _build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> list[Stream]:
-        defaults = config.stream_defaults()
+        defaults = config.stream_defaults.as_dict()
         if streams:
             for stream in streams:
                 stream.apply_default(defaults)
@@ -131,7 +147,7 @@ class StreamingDataset(Array, IterableDataset):
         return [construct_from_registry(config.stream_name, streams_registry,
                                         partial_function=False, kwargs=kwargs)]
 
-    def _load_streams(self) -> None:
+    def _load_streams(self) -> Catalog:
         groups = []
         for stream in self.streams:
             shards = stream.get_shards(self._unique_world, self.allow_unsafe_types)
@@ -140,15 +156,19 @@ class StreamingDataset(Array, IterableDataset):
                     f"Stream contains no samples: {os.path.join(stream.local_dir, 'index.json')}."
                 )
             groups.append(shards)
-        catalog = Catalog.build(groups)
-        self._catalog = catalog
-        self.shards = catalog.shards
-        self.num_shards = len(catalog.shards)
-        for name in ("stream_per_shard", "shards_per_stream", "shard_offset_per_stream",
-                     "samples_per_shard", "sample_offset_per_shard", "samples_per_stream",
-                     "sample_offset_per_stream", "spanner"):
-            setattr(self, name, getattr(catalog, name))
-        self.num_samples = catalog.num_samples
+        return Catalog.build(groups)
+
+    def _derive_weights(self) -> StreamTable:
+        """Every stream's proportion, repeat and choose, recorded on the streams as well (the
+        reference's `Stream.apply_weights` does, and user code reads them there)."""
+        table = StreamTable.derive(
+            [self._catalog.samples_per_shard[self._catalog.stream_slice(i)]
+             for i in range(len(self.streams))],
+            [stream.given_weights for stream in self.streams], self.config.order.epoch_size,
+            self.config.order.shuffle_seed)
+        for stream, weights in zip(self.streams, table.weights):
+            stream.derived_weights = weights
+        return table
 
     def adopt_batch_size(self, batch_size: int) -> None:
         """Lay samples out for `batch_size` when the dataset was built without one.
@@ -156,15 +176,12 @@ class StreamingDataset(Array, IterableDataset):
         `StreamingDataLoader` calls this with its own batch size; a dataset given one keeps it.
         `predownload`, when left to its default, follows (8 batches).
         """
-        if self.batch_size is not None:
-            return
-        self.batch_size = batch_size
-        if self.config.predownload is None:
-            self.predownload = 8 * batch_size
+        if self.batch_size is None:
+            self.batch_size = batch_size
 
-    def _check_cache_limit(self, limit: int | None) -> int | None:
+    def _check_cache_limit(self, limit: int | None) -> None:
         if limit is None:
-            return None
+            return
         index_bytes = sum(stream.get_index_size() for stream in self.streams)
         if limit <= index_bytes:
             raise ValueError(
@@ -180,7 +197,6 @@ class StreamingDataset(Array, IterableDataset):
                 "(decompressed) and zip (compressed) file size. Recommendation is to provide a "
                 "`cache_limit` as high as possible to avoid thrashing."
             )
-        return limit
 
     def _open_node_state(self) -> None:
         """Attach the node-shared objects; the node's first process sets the cache up.
@@ -224,9 +240,37 @@ class StreamingDataset(Array, IterableDataset):
         """Unique underlying samples (all streams)."""
         return self.num_samples
 
+    @property
+    def epoch_size(self) -> int:
+        """Samples per epoch over all streams and devices (after stream weighting)."""
+        return self._table.epoch_size
+
+    @property
+    def length(self) -> int:
+        """Samples this device sees per epoch."""
+        return math.ceil(self.epoch_size / self._parallel_world.num_ranks)
+
     def __len__(self) -> int:
         """Samples this device sees per epoch."""
         return self.length
+
+    @property
+    def num_streams(self) -> int:
+        return len(self.streams)
+
+    @property
+    def predownload(self) -> int:
+        """Samples a worker may prepare ahead (default: 8 batches, 64 without a batch size)."""
+        return self.config.resolved_predownload
+
+    @predownload.setter
+    def predownload(self, value: int | None) -> None:
+        self.config = dataclasses.replace(self.config, predownload=value)
+
+    @property
+    def epoch_seed_change(self) -> bool:
+        """Whether the sample choice changes every epoch (balanced sampling with shuffle)."""
+        return self.config.order.epoch_seed_change
 
     @property
     def next_epoch(self) -> int:
@@ -288,23 +332,13 @@ class StreamingDataset(Array, IterableDataset):
     def _stored_checkpoint(self) -> Checkpoint | None:
         return decode_checkpoint(self._resume_page.numpy())
 
-    def _resolve_defaults(self, num_physical_nodes: int) -> None:
-        self.num_canonical_nodes = resolve_num_canonical_nodes(
-            self.num_canonical_nodes, self.shuffle_algo, num_physical_nodes)
-        self.shuffle_block_size = resolve_shuffle_block_size(self.shuffle_block_size,
-                                                             self.num_canonical_nodes)
-
     def _resume(self, world: World, epoch: int) -> tuple[int, int]:
-        """(epoch, samples to skip) for an epoch presumed to be `epoch`."""
-        checkpoint = self._stored_checkpoint()
-        if checkpoint is None or checkpoint.epoch < epoch:
-            self._resolve_defaults(world.num_nodes)
-            return epoch, 0
-        self.num_canonical_nodes = checkpoint.num_canonical_nodes
-        self.shuffle_seed = checkpoint.shuffle_seed
-        self.initial_physical_nodes = checkpoint.initial_physical_nodes
-        self._resolve_defaults(world.num_nodes)
-        return checkpoint.epoch, checkpoint.sample_in_epoch
+        """(epoch, samples to skip) for an epoch presumed to be `epoch`; decides the lazy values
+        (kept, as the reference keeps its attributes) from the stored checkpoint if it applies."""
+        self._resolution, epoch, offset = resolve_epoch(
+            self._resolution, self._stored_checkpoint(), epoch, world.num_nodes,
+            self.shuffle_algo)
+        return epoch, offset
 
     def state_dict(self, num_samples: int, from_beginning: bool) -> dict[str, Any]:
         """Checkpoint after `num_samples` samples consumed globally in the current epoch."""
@@ -323,7 +357,7 @@ class StreamingDataset(Array, IterableDataset):
                 `check_state_dict`), or too large to share.
         """
         page = encode_checkpoint(obj)  # the reference's size error comes first
-        check_state_dict(obj, resume_limit(self.epoch_size, self._parallel_world.num_ranks))
+        check_state_dict(obj, self.epoch_size, self._parallel_world.num_ranks)
         self._resume_page.numpy()[:] = page
 
     # ------------------------------------------------------------------------- iteration
@@ -331,9 +365,10 @@ class StreamingDataset(Array, IterableDataset):
     def resample_streams(self, epoch: int, stream_id: int | None = None
                          ) -> tuple[np.ndarray, np.ndarray]:
         """(shuffle units, sample ids) of an epoch after per-stream resampling."""
-        from streaming.order.config import PlanConfig
-
-        resampled = PlanConfig.from_dataset(self).resample(epoch, stream_id)
+        resolution, _, _ = resolve_epoch(self._resolution, None, epoch,
+                                         self._parallel_world.num_nodes, self.shuffle_algo)
+        resampled = plan_config(self.config.order, self._table, resolution).resample(
+            epoch, stream_id)
         return resampled.units, resampled.materialize()
 
     def _plan_epoch(self, world: World, epoch: int, sample_in_epoch: int) -> np.ndarray:
@@ -344,18 +379,11 @@ class StreamingDataset(Array, IterableDataset):
                 "(the same as your DataLoader's), or use StreamingDataLoader, which hands its "
                 "own to the dataset.", stacklevel=2)
             self.batch_size = 1
-        if not isinstance(self.batch_size, int):
-            raise ValueError(
-                "Please pass `batch_size` to StreamingDataset. It should be set the same as the "
-                "DataLoader, and is the number of samples per batch, for each device. It is "
-                "necessary for deterministic resumption and optimal performance."
-            )
-        from streaming.order.batching import generate_work
-
         if self.replication:
             log.warning("With replication, count samples in state_dict as the loader does "
                         "(divided by the replication factor).")
-        return generate_work(self.batching_method, self, world, epoch, sample_in_epoch)
+        return plan(self.config.order, self._table, self._resolution, world, epoch,
+                    sample_in_epoch)
 
     def _begin_epoch(self, unique: World, parallel: World) -> np.ndarray:
         """Agree on the epoch with the node's other workers and return this worker's ids."""

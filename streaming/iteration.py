@@ -109,20 +109,8 @@ class EpochReads:
         self.locate = locate
         self.recover = recover
         self.get_item = get_item
-        self.slot = slot % len(cache.in_use)
-        self._in_use = cache.in_use.numpy()
-        self._access = cache.access_times.numpy()
-
-    def enter(self, shard: int) -> None:
-        """Publish that this worker reads `shard` now (never evicted meanwhile)."""
-        self._in_use[self.slot] = shard
-
-    def leave(self) -> None:
-        self._in_use[self.slot] = -1
-
-    def stamp(self, shard_ids: np.ndarray) -> None:
-        """Mark the shards of a chunk as used now (least-recently-used eviction)."""
-        self._access[shard_ids] = time.time_ns()
+        reading = cache.reading_slot(slot)
+        self.enter, self.leave, self.stamp = reading.enter, reading.leave, reading.stamp
 
     def prepare(self, shard: int) -> None:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""

@@ -26,6 +26,7 @@ from streaming.order.weighting import (
     check_stream_weights,
     validate_weights,
 )
+from streaming.config import StreamDefaults
 from streaming.registry import create_registry
 
 if TYPE_CHECKING:
@@ -36,14 +37,7 @@ __all__ = ["Stream", "streams_registry"]
 
 logger = logging.getLogger(__name__)
 
-_WEIGHTS = ("proportion", "repeat", "choose")
-
-
-def _given_weights(streams: Sequence[Stream]) -> list[StreamWeights]:
-    """Each stream's weights as set on it: an attribute exists only where one was given."""
-    return [StreamWeights(*(getattr(stream, name, None) for name in _WEIGHTS))
-            for stream in streams]
-
+_DEFAULTS = StreamDefaults()  # a stream's knobs when neither it nor a dataset sets them
 
 class Stream:
     """A dataset, or one of several mixed sources of a dataset.
@@ -60,6 +54,11 @@ class Stream:
         download_timeout: seconds per attempt (dataset default if None).
         validate_hash: hash algorithm to check downloaded files against.
         keep_zip: keep compressed files after decompressing them.
+
+    `proportion`, `repeat` and `choose` read as in the reference: the weight given, then all
+    three once a dataset derived them (`derived_weights`); one neither given nor derived is an
+    `AttributeError`. The knobs left None read as the dataset's (`apply_default`), else as its
+    defaults.
     """
 
     def __init__(
@@ -80,27 +79,18 @@ class Stream:
         self._local = local
         self.split = split or ""
         check_stream_weights(proportion, repeat, choose)
-        # A weight attribute exists only if given: its presence is how the kind is detected.
-        for name, value in zip(_WEIGHTS, (proportion, repeat, choose)):
-            setattr(self, f"_{name}", value)
-            if value is not None:
-                setattr(self, name, value)
+        self.given_weights = StreamWeights(proportion, repeat, choose)
+        self.derived_weights: StreamWeights | None = None  # set when a dataset derives them
+        if download_retry is not None and download_retry < 0:
+            raise ValueError("`download_retry` must be non-negative")
+        if download_timeout is not None and download_timeout <= 0:
+            raise ValueError("`download_timeout` must be positive")
         self._download_retry = download_retry
-        if download_retry is not None:
-            if download_retry < 0:
-                raise ValueError("`download_retry` must be non-negative")
-            self.download_retry = download_retry
         self._download_timeout = download_timeout
-        if download_timeout is not None:
-            if download_timeout <= 0:
-                raise ValueError("`download_timeout` must be positive")
-            self.download_timeout = download_timeout
+        self._keep_zip = keep_zip
+        self._inherited: dict[str, Any] = {}  # the dataset's values for the knobs left None
         self.validate_hash = validate_hash
         self.local = local if local is not None else self._get_temporary_directory()
-        self._keep_zip = keep_zip
-        if keep_zip is not None:
-            self.keep_zip = keep_zip
-            self.safe_keep_zip = self._safe_keep_zip(keep_zip)
         self._store: Any | None = None
         self._index_size: int | None = None  # bytes of the index loaded by `get_shards`
         self._pending_index: bytes | None = None  # remote index text not cached yet
@@ -126,9 +116,28 @@ class Stream:
         digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
         return os.path.join(tempfile.gettempdir(), digest, self.split)
 
-    def _safe_keep_zip(self, keep_zip: bool) -> bool:
-        # Never delete compressed files when the "remote" is the cache directory itself.
-        return bool(keep_zip) or self.remote is None or self.remote == self.local
+    def _knob(self, given: Any, name: str) -> Any:
+        if given is not None:
+            return given
+        return self._inherited.get(name, getattr(_DEFAULTS, name))
+
+    @property
+    def download_retry(self) -> int:
+        return int(self._knob(self._download_retry, "download_retry"))
+
+    @property
+    def download_timeout(self) -> float:
+        return float(self._knob(self._download_timeout, "download_timeout"))
+
+    @property
+    def keep_zip(self) -> bool:
+        return bool(self._knob(self._keep_zip, "keep_zip"))
+
+    @property
+    def safe_keep_zip(self) -> bool:
+        """`keep_zip`, forced on when the "remote" is the cache directory itself (or absent):
+        compressed files there are the only copy."""
+        return self.keep_zip or self.remote is None or self.remote == self.local
 
     def apply_default(self, default: dict[str, Any]) -> None:
         """Fill the knobs this stream left unset from the dataset's values."""
@@ -136,32 +145,80 @@ class Stream:
             raise ValueError("`remote` and/or `local` path must be provided")
         if not self.split:
             self.split = default["split"] or ""
-        if self._download_retry is None:
-            self.download_retry = default["download_retry"]
-        if self._download_timeout is None:
-            self.download_timeout = default["download_timeout"]
         if self.validate_hash is None:
             self.validate_hash = default["validate_hash"] or None
-        if self._keep_zip is None:
-            self.keep_zip = default["keep_zip"]
-            self.safe_keep_zip = self._safe_keep_zip(default["keep_zip"])
+        self._inherited = {name: default[name]
+                           for name in ("download_retry", "download_timeout", "keep_zip")}
+
+    # ------------------------------------------------------------------------------------ weights
+
+    def _weight(self, name: str) -> Any:
+        for weights in (self.derived_weights, self.given_weights):
+            value = getattr(weights, name) if weights is not None else None
+            if value is not None:
+                return value
+        raise AttributeError(f"This Stream has no `{name}`: none was given, and a "
+                             "StreamingDataset derives it when built.")
+
+    def _set_weight(self, name: str, value: Any) -> None:
+        if self.derived_weights is not None:
+            self.derived_weights = self.derived_weights._replace(**{name: value})
+        else:
+            self.given_weights = self.given_weights._replace(**{name: value})
+
+    @property
+    def proportion(self) -> float:
+        return float(self._weight("proportion"))
+
+    @proportion.setter
+    def proportion(self, value: float) -> None:
+        self._set_weight("proportion", value)
+
+    @property
+    def repeat(self) -> float:
+        return float(self._weight("repeat"))
+
+    @repeat.setter
+    def repeat(self, value: float) -> None:
+        self._set_weight("repeat", value)
+
+    @property
+    def choose(self) -> int:
+        return int(self._weight("choose"))
+
+    @choose.setter
+    def choose(self, value: int) -> None:
+        self._set_weight("choose", value)
+
+    @property
+    def _proportion(self) -> float | None:
+        """The constructor's value (the reference's private name)."""
+        return self.given_weights.proportion
+
+    @property
+    def _repeat(self) -> float | None:
+        return self.given_weights.repeat
+
+    @property
+    def _choose(self) -> int | None:
+        return self.given_weights.choose
 
     @classmethod
     def validate_weights(cls, streams: Sequence[Stream]) -> tuple[bool, bool]:
         """Check the streams agree on a weighting kind: (is_proportional, is_unspecified)."""
-        return validate_weights(_given_weights(streams))
+        return validate_weights([stream.given_weights for stream in streams])
 
     @classmethod
     def apply_weights(cls, streams: Sequence[Stream], samples_per_stream: np.ndarray,
                       choose_per_epoch: int | None, seed: int) -> int:
         """Derive every stream's proportion, repeat and choose; return the epoch size.
 
-        Mutates the streams (as the reference does): the derived weights are set on each.
+        Records the derived weights on each stream (the reference sets them as attributes).
         """
-        derived, epoch_size = apply_weights(_given_weights(streams), samples_per_stream,
-                                            choose_per_epoch, seed)
+        derived, epoch_size = apply_weights([stream.given_weights for stream in streams],
+                                            samples_per_stream, choose_per_epoch, seed)
         for stream, weights in zip(streams, derived):
-            stream.proportion, stream.repeat, stream.choose = weights
+            stream.derived_weights = weights
         return epoch_size
 
     # ------------------------------------------------------------------------------------- paths
@@ -191,10 +248,10 @@ class Stream:
             local_dir=self.local_dir,
             store=self._open_store() if self.remote is not None and self.remote != self.local
             else None,
-            keep_zip=getattr(self, "safe_keep_zip", self._safe_keep_zip(False)),
+            keep_zip=self.safe_keep_zip,
             validate_hash=self.validate_hash,
-            retries=getattr(self, "download_retry", 2),
-            timeout=getattr(self, "download_timeout", 60.0),
+            retries=self.download_retry,
+            timeout=self.download_timeout,
         )
 
     # ----------------------------------------------------------------------------------- shards
@@ -303,7 +360,7 @@ class Stream:
         listing = set()
         for dirname, _, files in os.walk(self.local_dir):
             listing.update(os.path.join(dirname, name) for name in files)
-        keep_zip = getattr(self, "safe_keep_zip", self._safe_keep_zip(False))
+        keep_zip = self.safe_keep_zip
         for i, shard in enumerate(shards):
             cache_usage_per_shard[i] = shard.set_up_local(listing, keep_zip)
 

@@ -170,8 +170,8 @@ def test_aliases_are_our_real_objects(module: str) -> None:
 
 
 # Packages whose classes are real adapters living under streaming.base (reference-shaped APIs
-# over streaming.coord / streaming.storage), not aliases.
-ADAPTERS = ("streaming.base.shared", "streaming.base.storage")
+# over streaming.coord / streaming.storage / streaming.order's planners), not aliases.
+ADAPTERS = ("streaming.base.shared", "streaming.base.storage", "streaming.base.batching")
 
 
 @pytest.mark.parametrize("module", [_case(m) for m in TABLE if not m.startswith(ADAPTERS)])

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streaming import iteration
+from streaming.cache.node_cache import ReadingSlot
 from streaming.iteration import EpochReads, drop_padding, first_uses, iterate_epoch, runs
 from streaming.spanner import Spanner
 
@@ -65,6 +66,9 @@ class FakeCache:
 
     def is_local(self, shard: int) -> bool:
         return True
+
+    def reading_slot(self, slot: int) -> ReadingSlot:
+        return ReadingSlot(self, slot)  # type: ignore[arg-type]  # the real bookkeeping
 
     def raw_present(self, shard: int) -> bool:
         return True

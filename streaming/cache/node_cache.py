@@ -28,7 +28,7 @@ from streaming.errors import ShardUnavailableError
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
 
-__all__ = ["NodeCache", "IN_USE_SLOTS"]
+__all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]
 
 #: Per-node slots where workers publish the shard they are reading (never evicted meanwhile).
 IN_USE_SLOTS = 4096
@@ -94,9 +94,9 @@ class NodeCache:
         """Stamp a use of `shard` (for least-recently-used eviction)."""
         self.access_times.numpy()[shard] = time.time_ns()
 
-    def mark_in_use(self, slot: int, shard: int) -> None:
-        """Publish that the worker in `slot` reads `shard` now (-1: none)."""
-        self.in_use.numpy()[slot % IN_USE_SLOTS] = shard
+    def reading_slot(self, slot: int) -> ReadingSlot:
+        """The bookkeeping handle of the worker reading in `slot` (see `ReadingSlot`)."""
+        return ReadingSlot(self, slot)
 
     def prepare(self, shard: int, *, blocking: bool = True, force: bool = False) -> bool:
         """Make `shard` local, fetching it here unless another process already is.
@@ -235,3 +235,30 @@ class NodeCache:
         """Bytes and seconds this node spent fetching shards so far."""
         return {"bytes": int(self.fetched_bytes.get()),
                 "seconds": int(self.fetch_nanos.get()) / 1e9}
+
+
+class ReadingSlot:
+    """How one worker tells the node cache what it reads: one array store per call.
+
+    Made in the worker process (it keeps that process's views of the shared arrays). The shard
+    in the slot is never evicted; the access stamps drive least-recently-used eviction.
+    """
+
+    __slots__ = ("_access", "_in_use", "_slot")
+
+    def __init__(self, cache: NodeCache, slot: int) -> None:
+        self._slot = slot % IN_USE_SLOTS
+        self._in_use = cache.in_use.numpy()
+        self._access = cache.access_times.numpy()
+
+    def enter(self, shard: int) -> None:
+        """This worker reads `shard` from now on."""
+        self._in_use[self._slot] = shard
+
+    def leave(self) -> None:
+        """This worker reads no shard."""
+        self._in_use[self._slot] = -1
+
+    def stamp(self, shard_ids: np.ndarray) -> None:
+        """The shards of a chunk are used now."""
+        self._access[shard_ids] = time.time_ns()

@@ -1,8 +1,8 @@
 """`plan`: the first sample ids each rank and worker reads, from shard sizes and a world.
 
-Builds the planner's `PlanConfig` the way `StreamingDataset` does (stream weights through
-`apply_weights`, the reference's lazy defaults for canonical nodes and shuffle block size) and
-asks `streaming.order.plan_epoch`. Pure: no dataset object, no I/O.
+Goes through the planner's one way in (`streaming.order.plan`), exactly as `StreamingDataset`
+does: the same options record, stream table and lazy-default resolution. Pure: no dataset
+object, no I/O.
 """
 
 from __future__ import annotations
@@ -12,15 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from streaming.order import (
-    PlanConfig,
-    StreamLayout,
-    World,
-    plan_epoch,
-    resolve_num_canonical_nodes,
-    resolve_shuffle_block_size,
-)
-from streaming.order.weighting import StreamWeights, apply_weights
+from streaming.order.checkpoint import Checkpoint
+from streaming.order.plan import OrderOptions, StreamTable, plan, resolve_epoch
+from streaming.order.weighting import StreamWeights
+from streaming.order.world import World
 
 __all__ = ["PlanRequest", "StreamSpec", "plan_first_ids"]
 
@@ -59,39 +54,15 @@ class PlanRequest:
     sampling_granularity: int = 1
 
 
-def _layout(streams: list[StreamSpec]) -> StreamLayout:
-    sizes = np.asarray([n for stream in streams for n in stream.shard_sizes], np.int64)
-    counts = np.asarray([len(stream.shard_sizes) for stream in streams], np.int64)
-    return StreamLayout(sizes, (np.cumsum(sizes) - sizes).astype(np.int64),
-                        (np.cumsum(counts) - counts).astype(np.int64), counts)
-
-
-def _config(request: PlanRequest) -> PlanConfig:
-    """The planner's inputs for `request`, derived as `StreamingDataset` derives them.
-
-    Raises:
-        ValueError: no stream, or weights `Stream`/`StreamingDataset` would refuse.
-    """
-    if not request.streams:
-        raise ValueError("No stream to plan.")
-    layout = _layout(request.streams)
-    per_stream = np.asarray([sum(stream.shard_sizes) for stream in request.streams], np.int64)
-    weights = [StreamWeights(s.proportion, s.repeat, s.choose) for s in request.streams]
-    derived, epoch_size = apply_weights(weights, per_stream, request.epoch_size,
-                                        request.shuffle_seed)
-    ncn = resolve_num_canonical_nodes(request.num_canonical_nodes, request.shuffle_algo,
-                                      request.initial_nodes or request.nodes)
-    return PlanConfig(
-        layout=layout, proportions=tuple(float(w.proportion) for w in derived),
-        chooses=tuple(int(w.choose) for w in derived), epoch_size=epoch_size,
-        batch_size=request.batch_size, num_canonical_nodes=ncn, shuffle=request.shuffle,
-        shuffle_algo=request.shuffle_algo, shuffle_seed=request.shuffle_seed,
-        shuffle_block_size=resolve_shuffle_block_size(request.shuffle_block_size, ncn),
-        partition_algo=request.partition_algo, sampling_method=request.sampling_method,
+def _options(request: PlanRequest) -> OrderOptions:
+    return OrderOptions(
+        shuffle=request.shuffle, shuffle_algo=request.shuffle_algo,
+        shuffle_seed=request.shuffle_seed, shuffle_block_size=request.shuffle_block_size,
+        num_canonical_nodes=request.num_canonical_nodes, partition_algo=request.partition_algo,
+        sampling_method=request.sampling_method,
         sampling_granularity=request.sampling_granularity,
-        initial_physical_nodes=request.initial_nodes,
-        # derived as the dataset derives it: reshuffle per epoch when shuffling balanced samples
-        epoch_seed_change=request.shuffle and request.sampling_method == "balanced")
+        batching_method=request.batching_method, batch_size=request.batch_size,
+        epoch_size=request.epoch_size)
 
 
 def plan_first_ids(request: PlanRequest, first: int) -> dict[str, Any]:
@@ -101,10 +72,21 @@ def plan_first_ids(request: PlanRequest, first: int) -> dict[str, Any]:
         KeyError: an unknown shuffle or partition algorithm.
         ValueError: a world the partitioner refuses (e.g. nodes not dividing canonical nodes).
     """
-    config = _config(request)
+    if not request.streams:
+        raise ValueError("No stream to plan.")
+    options = _options(request)
+    streams = StreamTable.derive(
+        [stream.shard_sizes for stream in request.streams],
+        [StreamWeights(s.proportion, s.repeat, s.choose) for s in request.streams],
+        options.epoch_size, options.shuffle_seed)
+    # As a resumed run: the epoch and position given, the initial nodes of the first run.
+    checkpoint = Checkpoint(request.epoch, request.sample_in_epoch, options.num_canonical_nodes,
+                            options.shuffle_seed, request.initial_nodes)
+    resolution, epoch, offset = resolve_epoch(options.start(), checkpoint, request.epoch,
+                                              request.initial_nodes or request.nodes,
+                                              options.shuffle_algo)
     world = World(request.nodes, request.ranks_per_node, request.workers, 0)
-    ids = plan_epoch(request.batching_method, config, world, request.epoch,
-                     request.sample_in_epoch)
+    ids = plan(options, streams, resolution, world, epoch, offset)
     # Global sample id -> stream: streams own consecutive ranges of ids, in order.
     stream_starts = np.cumsum([0] + [sum(s.shard_sizes) for s in request.streams])[1:-1]
     workers = []
@@ -119,9 +101,11 @@ def plan_first_ids(request: PlanRequest, first: int) -> dict[str, Any]:
                     "streams": np.searchsorted(stream_starts, shown, "right").tolist(),
                     "count": int((flat >= 0).sum())})
     return {"epoch": request.epoch, "sample_in_epoch": request.sample_in_epoch,
-            "num_samples": config.epoch_size, "num_canonical_nodes": config.num_canonical_nodes,
+            "num_samples": streams.epoch_size,
+            "num_canonical_nodes": resolution.num_canonical_nodes,
             "shuffle": request.shuffle, "shuffle_algo": request.shuffle_algo,
             "shuffle_seed": request.shuffle_seed,
-            "shuffle_block_size": config.shuffle_block_size,
+            "shuffle_block_size": resolution.shuffle_block_size,
             "batching_method": request.batching_method,
-            "stream_chooses": list(config.chooses), "workers": workers}
+            "stream_chooses": [int(w.choose) for w in streams.weights],  # type: ignore[arg-type]
+            "workers": workers}

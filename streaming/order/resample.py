@@ -17,7 +17,7 @@ from streaming.order.rng import sampling_rng
 from streaming.order.sampling import get_sampling
 from streaming.order.shuffle.common import fill_spans
 
-__all__ = ["Resampled", "StreamLayout", "resample", "resample_streams"]
+__all__ = ["Resampled", "StreamLayout", "exclusive_cumsum", "resample", "resample_streams"]
 
 
 class StreamLayout(NamedTuple):
@@ -27,6 +27,21 @@ class StreamLayout(NamedTuple):
     sample_offset_per_shard: NDArray[np.int64]
     shard_offset_per_stream: NDArray[np.int64]
     shards_per_stream: NDArray[np.int64]
+
+    @classmethod
+    def from_shard_sizes(cls, shard_sizes: Sequence[Sequence[int] | NDArray[np.int64]]
+                         ) -> StreamLayout:
+        """The layout of streams given, per stream, the sample count of each shard."""
+        sizes = np.array([n for stream in shard_sizes for n in stream], np.int64)
+        counts = np.array([len(stream) for stream in shard_sizes], np.int64)
+        return cls(sizes, exclusive_cumsum(sizes), exclusive_cumsum(counts), counts)
+
+
+def exclusive_cumsum(values: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Where each item starts when items of these sizes are laid end to end."""
+    out = np.zeros(len(values), np.int64)
+    np.cumsum(values[:-1], out=out[1:])
+    return out
 
 
 class Resampled(NamedTuple):

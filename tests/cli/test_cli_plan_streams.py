@@ -9,7 +9,7 @@ import pytest
 
 from streaming import MDSWriter, Stream, StreamingDataset
 from streaming.cli.planning import PlanRequest, StreamSpec, plan_first_ids
-from streaming.order.batching import generate_work
+from streaming.base.batching import generate_work
 from streaming.order.world import World
 
 

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streaming import StreamingDataset
-from streaming.order.batching import generate_work
+from streaming.base.batching import generate_work
 from streaming.order.world import World
 from tests.dataset.conftest import write_ints
 

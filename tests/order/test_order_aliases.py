@@ -19,21 +19,25 @@ ALIASES = [
     ('streaming.base.shuffle', 'get_shuffle', 'streaming.order.shuffle'),
     ('streaming.base.shuffle', 'algos', 'streaming.order.shuffle'),
     ('streaming.base.shuffle.py1s', 'divide_spans', 'streaming.order.shuffle.py1s'),
-    ('streaming.base.batching', 'generate_work', 'streaming.order.batching'),
-    ('streaming.base.batching', 'batching_methods', 'streaming.order.batching'),
-    ('streaming.base.batching.random', 'generate_work_random_batching',
-     'streaming.order.batching.random'),
-    ('streaming.base.batching.stratified', 'generate_work_stratified_batching',
-     'streaming.order.batching.stratified'),
-    ('streaming.base.batching.per_stream', 'generate_work_per_stream_batching',
-     'streaming.order.batching.per_stream'),
-    ('streaming.base.batching.device_per_stream', 'generate_work_device_per_stream_batching',
-     'streaming.order.batching.device_per_stream'),
 ] + [('streaming.base.shuffle', f'get_shuffle_{a}', f'streaming.order.shuffle.{a}')
      for a in ('naive', 'py1s', 'py2s', 'py1br', 'py1e', 'py1b')] + [
     ('streaming.base.distributed', name, 'streaming.distributed')
     for name in ('get_rank', 'get_world_size', 'get_local_rank', 'get_local_world_size',
                  'barrier', 'broadcast', 'all_gather', 'all_gather_object', 'maybe_init_dist')]
+
+
+@pytest.mark.parametrize('method', ['random', 'stratified', 'per_stream', 'device_per_stream'])
+def test_reference_batching_entries_adapt_the_one_planner_table(method: str) -> None:
+    """`streaming.base.batching` keeps the reference's dataset-reading entry points, each built
+    from `streaming.order.batching.planners` (one table), never a second implementation."""
+    from streaming.base import batching
+    from streaming.order.batching import planners
+
+    module = importlib.import_module(f'streaming.base.batching.{method}')
+    entry = getattr(module, f'generate_work_{method}_batching')
+    assert batching.batching_methods.keys() == planners.keys()
+    assert planners[method].__name__ in (entry.__doc__ or '')
+    assert planners[method].__name__ in (batching.batching_methods[method].__doc__ or '')
 
 
 @pytest.mark.parametrize(('old', 'name', 'new'), ALIASES)

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from order_fakes import fake_dataset
 
-from streaming.order import World, generate_work, get_partitions, get_sampling, get_shuffle
+from streaming.base.batching import generate_work
+from streaming.order import World, get_partitions, get_sampling, get_shuffle
 from streaming.order.resample import StreamLayout, resample_streams
 from streaming.order.weighting import StreamWeights, apply_weights
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from order_fakes import fake_dataset
 
-from streaming.order import World, generate_work, get_partitions, get_shuffle
+from streaming.base.batching import generate_work
+from streaming.order import World, get_partitions, get_shuffle
 from streaming.order.defaults import (
     check_batching_method,
     check_epoch_size,

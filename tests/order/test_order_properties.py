@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from order_fakes import fake_dataset
 
-from streaming.order import World, generate_work, get_shuffle
+from streaming.base.batching import generate_work
+from streaming.order import World, get_shuffle
 from streaming.order.sampling import get_sampling
 
 ALGOS = ['py1e', 'py1br', 'py1s', 'py2s', 'naive', 'py1b']

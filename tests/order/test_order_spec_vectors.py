@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from order_fakes import fake_dataset, yielded
 
-from streaming.order import World, generate_work, get_partitions, get_sampling, get_shuffle
+from streaming.base.batching import generate_work
+from streaming.order import World, get_partitions, get_sampling, get_shuffle
 
 PARTITIONS = [
     (('orig', 10, 2, 1, 1, 1, 2), [[[[[0, 5], [1, 6], [2, 7], [3, 8], [4, 9]]]]]),

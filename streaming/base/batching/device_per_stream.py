@@ -1,9 +1,10 @@
-"""Old import path `streaming.base.batching.device_per_stream`."""
+"""Old import path `streaming.base.batching.device_per_stream`: the reference's entry point."""
 
 from __future__ import annotations
 
-from streaming.order.batching.device_per_stream import generate_work_device_per_stream_batching
+from streaming.base.batching._adapter import reference_entry
+from streaming.order.batching.device_per_stream import plan_device_per_stream
 
-__all__ = [
-    "generate_work_device_per_stream_batching",
-]
+__all__ = ["generate_work_device_per_stream_batching"]
+
+generate_work_device_per_stream_batching = reference_entry(plan_device_per_stream)

@@ -1,9 +1,10 @@
-"""Old import path `streaming.base.batching.random`."""
+"""Old import path `streaming.base.batching.random`: the reference's entry point."""
 
 from __future__ import annotations
 
-from streaming.order.batching.random import generate_work_random_batching
+from streaming.base.batching._adapter import reference_entry
+from streaming.order.batching.random import plan_random
 
-__all__ = [
-    "generate_work_random_batching",
-]
+__all__ = ["generate_work_random_batching"]
+
+generate_work_random_batching = reference_entry(plan_random)

@@ -1,9 +1,10 @@
-"""Old import path `streaming.base.batching.stratified`."""
+"""Old import path `streaming.base.batching.stratified`: the reference's entry point."""
 
 from __future__ import annotations
 
-from streaming.order.batching.stratified import generate_work_stratified_batching
+from streaming.base.batching._adapter import reference_entry
+from streaming.order.batching.stratified import plan_stratified
 
-__all__ = [
-    "generate_work_stratified_batching",
-]
+__all__ = ["generate_work_stratified_batching"]
+
+generate_work_stratified_batching = reference_entry(plan_stratified)

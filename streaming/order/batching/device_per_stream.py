@@ -8,7 +8,6 @@ which stream fills each device batch slot (spec §6.5). Pure numpy.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +17,7 @@ from streaming.order.config import PlanConfig
 from streaming.order.rng import sampling_rng
 from streaming.order.world import World
 
-__all__ = ["generate_work_device_per_stream_batching", "plan_device_per_stream"]
+__all__ = ["plan_device_per_stream"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,10 +90,3 @@ def plan_device_per_stream(config: PlanConfig, world: World, epoch: int,
                'batch.')
     return finish(stacked.reshape(-1, global_batch_size), world, batch_size, sample_in_epoch,
                   logger.warning, message)
-
-
-def generate_work_device_per_stream_batching(dataset: Any, world: World, epoch: int,
-                                             sample_in_epoch: int) -> NDArray[np.int64]:
-    """The reference's entry point: read the dataset (`PlanConfig.from_dataset`) and plan."""
-    return plan_device_per_stream(PlanConfig.from_dataset(dataset), world, epoch,
-                                  sample_in_epoch)

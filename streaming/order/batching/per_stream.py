@@ -8,7 +8,6 @@ numpy.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +17,7 @@ from streaming.order.config import PlanConfig
 from streaming.order.rng import sampling_rng
 from streaming.order.world import World
 
-__all__ = ["generate_work_per_stream_batching", "plan_per_stream"]
+__all__ = ["plan_per_stream"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +54,3 @@ def plan_per_stream(config: PlanConfig, world: World, epoch: int,
                f'{global_batch_size}. Resuming training after the most recently finished global '
                'batch.')
     return finish(batches, world, config.batch_size, sample_in_epoch, logger.warning, message)
-
-
-def generate_work_per_stream_batching(dataset: Any, world: World, epoch: int,
-                                      sample_in_epoch: int) -> NDArray[np.int64]:
-    """The reference's entry point: read the dataset (`PlanConfig.from_dataset`) and plan."""
-    return plan_per_stream(PlanConfig.from_dataset(dataset), world, epoch, sample_in_epoch)

@@ -6,8 +6,6 @@ layout pass (spec §6.5). Pure numpy.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -15,7 +13,7 @@ from streaming.order.config import PlanConfig
 from streaming.order.partition import partition
 from streaming.order.world import World
 
-__all__ = ["generate_work_random_batching", "plan_random"]
+__all__ = ["plan_random"]
 
 
 def plan_random(config: PlanConfig, world: World, epoch: int,
@@ -33,9 +31,3 @@ def plan_random(config: PlanConfig, world: World, epoch: int,
                      world.num_nodes, world.ranks_per_node, world.workers_per_rank,
                      config.batch_size, sample_in_epoch, config.initial_physical_nodes,
                      table=table)
-
-
-def generate_work_random_batching(dataset: Any, world: World, epoch: int,
-                                  sample_in_epoch: int) -> NDArray[np.int64]:
-    """The reference's entry point: read the dataset (`PlanConfig.from_dataset`) and plan."""
-    return plan_random(PlanConfig.from_dataset(dataset), world, epoch, sample_in_epoch)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +17,7 @@ from streaming.order.batching.common import finish, full_rows, stream_partition
 from streaming.order.config import PlanConfig
 from streaming.order.world import World
 
-__all__ = ["batch_portions", "generate_work_stratified_batching", "plan_stratified"]
+__all__ = ["batch_portions", "plan_stratified"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +79,3 @@ def plan_stratified(config: PlanConfig, world: World, epoch: int,
     batches = np.concatenate([rows[:num_batches] for rows in chunks], axis=1)
     return finish(batches, world, config.batch_size, sample_in_epoch, warnings.warn,
                   _resume_message(global_batch_size))
-
-
-def generate_work_stratified_batching(dataset: Any, world: World, epoch: int,
-                                      sample_in_epoch: int) -> NDArray[np.int64]:
-    """The reference's entry point: read the dataset (`PlanConfig.from_dataset`) and plan."""
-    return plan_stratified(PlanConfig.from_dataset(dataset), world, epoch, sample_in_epoch)

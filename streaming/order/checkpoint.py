@@ -1,0 +1,99 @@
+"""Mid-epoch checkpoints as data: the five integers a resumption needs, and their checks.
+
+The order of an epoch is a pure function of the options, the streams, `(epoch,
+num_canonical_nodes, shuffle_seed, initial_physical_nodes)` and the world; a checkpoint records
+those and how many samples of the epoch were consumed. Where the checkpoint is kept between
+`load_state_dict` and the next epoch (a node-shared page) is the runtime's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from streaming.order.partition import resume_limit
+
+__all__ = ["Checkpoint", "check_state_dict"]
+
+_REQUIRED = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where to resume: the order is regenerated from (epoch, ncn, seed) and the first
+    `sample_in_epoch` samples of the global order are skipped."""
+
+    epoch: int
+    sample_in_epoch: int
+    num_canonical_nodes: int | None
+    shuffle_seed: int
+    initial_physical_nodes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reference's state dict: exactly these five keys."""
+        return {
+            "epoch": self.epoch,
+            "sample_in_epoch": self.sample_in_epoch,
+            "num_canonical_nodes": self.num_canonical_nodes,
+            "shuffle_seed": self.shuffle_seed,
+            "initial_physical_nodes": self.initial_physical_nodes,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Checkpoint:
+        """Read a state dict (old ones may lack `initial_physical_nodes`)."""
+        return cls(
+            epoch=int(obj["epoch"]),
+            sample_in_epoch=int(obj["sample_in_epoch"]),
+            num_canonical_nodes=obj.get("num_canonical_nodes"),
+            shuffle_seed=int(obj["shuffle_seed"]),
+            initial_physical_nodes=obj.get("initial_physical_nodes"),
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_state_dict(obj: Any, epoch_size: int, num_ranks: int) -> None:
+    """Refuse a state dict this dataset cannot resume from, naming the key and its value.
+
+    Checked: it is a dict with the four keys every checkpoint has (`initial_physical_nodes` may
+    be missing, as in old checkpoints), each an integer (`num_canonical_nodes` and
+    `initial_physical_nodes` may also be None or positive), `shuffle_seed` non-negative, and
+    `0 <= sample_in_epoch <=` the furthest an epoch of `epoch_size` samples can be resumed from
+    on `num_ranks` ranks (`resume_limit`; beyond it the checkpoint belongs to another dataset or
+    epoch size, and resuming would skip the whole epoch). `epoch` may be -1 (a checkpoint taken
+    before the first epoch).
+
+    Raises:
+        ValueError: the first problem found.
+    """
+    if not isinstance(obj, dict):
+        raise ValueError(f"A StreamingDataset state dict must be a dict, got {type(obj).__name__}")
+    missing = [key for key in _REQUIRED if key not in obj]
+    if missing:
+        raise ValueError(f"State dict is missing {', '.join(map(repr, missing))} (got keys "
+                         f"{sorted(map(str, obj))}); it is not a StreamingDataset checkpoint")
+    for key in ("epoch", "sample_in_epoch", "shuffle_seed"):
+        if not _is_int(obj[key]):
+            raise ValueError(f"State dict key {key!r} must be an integer, got {obj[key]!r}")
+    for key in ("num_canonical_nodes", "initial_physical_nodes"):
+        value = obj.get(key)
+        if value is not None and (not _is_int(value) or value <= 0):
+            raise ValueError(
+                f"State dict key {key!r} must be a positive integer or None, got {value!r}")
+    if obj["shuffle_seed"] < 0:
+        raise ValueError(f"State dict key 'shuffle_seed' must be non-negative, got "
+                         f"{obj['shuffle_seed']!r}")
+    sample = obj["sample_in_epoch"]
+    if sample < 0:
+        raise ValueError(f"State dict key 'sample_in_epoch' must be non-negative, got {sample!r}")
+    limit = resume_limit(epoch_size, num_ranks)
+    if sample > limit:
+        raise ValueError(
+            f"State dict key 'sample_in_epoch' is {sample!r}, beyond this dataset's epoch (at most "
+            f"{limit} samples with padding): the checkpoint belongs to another dataset or epoch "
+            "size")
