@@ -8,34 +8,33 @@ shard's files on request through `streaming.cache.prepare`. Weighting arithmetic
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import tempfile
-import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.errors import IndexFormatError, RemoteUnavailableWarning
-from streaming.format.fileio import write_atomic
-from streaming.format.index import get_index_basename, naming_index, parse_index
+from streaming.errors import IndexFormatError
+from streaming.format import reader_for_entry
+from streaming.format.index import get_index_basename, naming_index
+from streaming.format.shard_files import list_files
+from streaming.config import StreamDefaults
 from streaming.order.weighting import (
     StreamWeights,
     apply_weights,
     check_stream_weights,
     validate_weights,
 )
-from streaming.config import StreamDefaults
 from streaming.registry import create_registry
+from streaming.storage import open_store
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
     from streaming.order.world import World
 
 __all__ = ["Stream", "streams_registry"]
-
-logger = logging.getLogger(__name__)
 
 _DEFAULTS = StreamDefaults()  # a stream's knobs when neither it nor a dataset sets them
 
@@ -93,7 +92,7 @@ class Stream:
         self.local = local if local is not None else self._get_temporary_directory()
         self._store: Any | None = None
         self._index_size: int | None = None  # bytes of the index loaded by `get_shards`
-        self._pending_index: bytes | None = None  # remote index text not cached yet
+        self._pending_index: LoadedIndex | None = None  # read from the remote, not cached yet
         if remote is not None:
             self._open_store()  # an unsupported scheme fails here, at construction
 
@@ -236,9 +235,7 @@ class Stream:
         return os.path.join(self.remote, self.split) if self.split else self.remote
 
     def _open_store(self) -> Any:
-        if self._store is None and self.remote is not None:
-            from streaming.storage import open_store
-
+        if self._store is None and self.remote_dir is not None:
             self._store = open_store(self.remote_dir)
         return self._store
 
@@ -256,66 +253,11 @@ class Stream:
 
     # ----------------------------------------------------------------------------------- shards
 
-    def _read_index_text(self) -> tuple[bytes, str, bool]:
-        """The index to use: (text, where it came from, whether it came from the remote).
-
-        With a remote, its current index is read with the stream's retries and per-attempt
-        deadline (one dropped connection or a stalled server costs an attempt, not the
-        dataset), so a changed remote index wins over the cached one. If the remote's index
-        cannot be read (missing, refused, unreachable, failing) but a cached copy exists, that
-        copy is used with one `RemoteUnavailableWarning`: training goes on from a warmed cache.
-        A remote index that is read but malformed still fails (see `get_shards`).
-        """
-        from streaming.storage.transfer import read
-
-        filename = os.path.join(self.local_dir, get_index_basename())
+    def index_cache(self) -> IndexCache:
+        """This stream's cached index.json (reading, falling back, caching: `IndexCache`)."""
         source = self.source()
-        if source.store is None:
-            if not os.path.exists(filename):
-                raise RuntimeError(
-                    f"No `remote` provided, but local file {filename} does not exist either"
-                )
-            with open(filename, "rb") as f:
-                return f.read(), filename, False
-        try:
-            text = read(source.store, get_index_basename(), retries=source.retries,
-                        timeout=source.timeout)
-        except Exception as err:  # gone, unreachable, refused: train from the cache if we can
-            if not os.path.isfile(filename):
-                raise
-            warnings.warn(RemoteUnavailableWarning(
-                f"Could not read the index of {self.remote_dir} ({type(err).__name__}: {err}); "
-                f"using the cached copy {filename}. Shards already in the cache are used as they "
-                f"are; any other shard is fetched from the remote when needed."), stacklevel=4)
-            with open(filename, "rb") as f:
-                return f.read(), filename, False
-        return text, source.store.url_for(get_index_basename()), True
-
-    def _cache_index(self) -> None:
-        """Write the remote index read by `get_shards` into the cache, dropping stale files.
-
-        Runs once per node (see `set_up_local`), after the text parsed and its readers were
-        built, so an index that cannot be used is never cached. A cached copy that cannot be
-        parsed (an older bad download, a truncated write) vouches for nothing: there is nothing
-        to compare, so nothing is dropped, and it is simply replaced.
-        """
-        from streaming.cache.staleness import drop_stale_files
-
-        text, self._pending_index = self._pending_index, None
-        if text is None:
-            return
-        filename = os.path.join(self.local_dir, get_index_basename())
-        os.makedirs(os.path.dirname(filename), exist_ok=True)
-        if os.path.exists(filename):
-            with open(filename, "rb") as f:
-                old = f.read()
-            if old == text:
-                return
-            try:
-                drop_stale_files(self.local_dir, parse_index(old, filename), parse_index(text))
-            except IndexFormatError as err:  # includes unsafe file names in the old copy
-                logger.warning("Replacing the unusable cached index %s (%s).", filename, err)
-        write_atomic(filename, [text])
+        return IndexCache(self.local_dir, source.store, self.remote_dir, source.retries,
+                          source.timeout)
 
     def get_shards(self, world: World | None = None, allow_unsafe_types: bool = False) -> list[Reader]:
         """Load this stream's index into shard readers, refusing unsafe encodings unless allowed.
@@ -325,30 +267,34 @@ class Stream:
         process ever depends on a file another one may not have written yet; with `world=None`
         (no dataset, no node to coordinate) it is cached here.
         """
-        from streaming.format import reader_from_json
-
-        text, where, from_remote = self._read_index_text()
-        entries = parse_index(text, where)
+        loaded = self.index_cache().load()
         shards = []
-        for entry in entries:
+        for entry in loaded.entries:
             try:
-                shard = reader_from_json(self.local, self.split, entry)
+                shard = reader_for_entry(self.local, self.split, entry)
             except IndexFormatError as err:
-                raise naming_index(err, where) from None
+                raise naming_index(err, loaded.where) from None
             shard.validate(allow_unsafe_types)
             shards.append(shard)
-        self._index_size = len(text)
-        self._pending_index = text if from_remote else None
+        self._index_size = len(loaded.text)
+        self._pending_index = loaded if loaded.from_remote else None
         # The cache directory exists once the index is loaded, as in the reference (whose
         # callers clean it up after a construction error such as a too-small cache limit).
         os.makedirs(self.local_dir, exist_ok=True)
         if world is None:
-            self._cache_index()
+            self._commit_index()
         return shards
+
+    def _commit_index(self) -> None:
+        loaded, self._pending_index = self._pending_index, None
+        if loaded is not None:
+            self.index_cache().commit(loaded)
 
     def prepare_shard(self, shard: Reader) -> int:
         """Ensure `shard`'s raw files are in the cache; returns the change in cache bytes."""
-        return prepare_shard_files(self.source(), shard.file_pairs, shard.compression).delta_bytes
+        before = shard.files.resident_bytes()
+        prepare_shard_files(self.source(), shard.files)
+        return shard.files.resident_bytes() - before
 
     def set_up_local(self, shards: list[Reader], cache_usage_per_shard: np.ndarray) -> None:
         """Reconcile the cache directory with the index; record bytes present per shard.
@@ -356,10 +302,8 @@ class Stream:
         Called by one process per node: it also caches the index `get_shards` read (dropping
         files the new index no longer vouches for) before looking at what is present.
         """
-        self._cache_index()
-        listing = set()
-        for dirname, _, files in os.walk(self.local_dir):
-            listing.update(os.path.join(dirname, name) for name in files)
+        self._commit_index()
+        listing = list_files(self.local_dir)
         keep_zip = self.safe_keep_zip
         for i, shard in enumerate(shards):
             cache_usage_per_shard[i] = shard.set_up_local(listing, keep_zip)

@@ -14,14 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from streaming.cache.eviction import choose_evictions
-from streaming.cache.prepare import (
-    PrepareResult,
-    ShardSource,
-    prepare_shard_files,
-    raw_files_present,
-    resident_bytes,
-    unavailable,
-)
+from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
 
@@ -55,7 +48,6 @@ class NodeCache:
         self.sources = list(sources)  # per stream; called lazily (stores open per process)
         # Per stream, then spread over shards: building a source per shard costs ~5 us each.
         built = [src() for src in sources]
-        self._local_dirs = [src.local_dir for src in built]
         self.info = _ShardInfo(
             stream_ids=stream_ids,
             cache_bytes=np.array([s.get_max_size() for s in shards], np.int64),
@@ -144,19 +136,18 @@ class NodeCache:
         if self.cache_limit is not None:
             reserved = int(self.info.cache_bytes[shard])
             self._make_room(reserved, exclude=shard)
-        reader = self.shards[shard]
+        files = self.shards[shard].files
         source = self.sources[int(self.info.stream_ids[shard])]()
         try:
-            result: PrepareResult = prepare_shard_files(source, reader.file_pairs,
-                                                        reader.compression)
+            result: PrepareResult = prepare_shard_files(source, files)
         except BaseException as err:
             if reserved:
                 self._add_usage(-reserved)
             if isinstance(err, FileNotFoundError) and not isinstance(err, ShardUnavailableError):
-                raise unavailable(shard, reader, source, err) from err
+                raise unavailable(shard, files, source, err) from err
             raise
         self.touch(shard)
-        resident = resident_bytes(source, reader.file_pairs)
+        resident = files.resident_bytes()
 
         def account() -> None:  # called with `claims.lock` held
             counted = self.counted.numpy()
@@ -169,8 +160,7 @@ class NodeCache:
 
     def raw_present(self, shard: int) -> bool:
         """Whether every readable file of `shard` is on disk (a few `stat` calls)."""
-        local_dir = self._local_dirs[int(self.info.stream_ids[shard])]
-        return raw_files_present(local_dir, self.shards[shard].file_pairs)
+        return self.shards[shard].files.raw_present()
 
     def _add_usage(self, delta: int) -> None:
         with self.claims.lock:

@@ -1,25 +1,25 @@
 """Make one shard's files usable in the local cache: fetch, verify, decompress.
 
-Returns facts (bytes added or removed, bytes fetched); it never decides eviction or touches shared
-state. Every file appears under its final name only when complete and verified (temp + rename).
+Returns facts (bytes fetched, seconds); it never decides eviction, touches shared state or counts
+cache usage (the cache measures what is on disk afterwards: `ShardFiles.resident_bytes`). Every
+file appears under its final name only when complete and verified (temp + rename).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streaming.errors import HashMismatchError, ShardUnavailableError
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
 from streaming.format.hashing import fast_hash_of, get_hash
-
-if TYPE_CHECKING:
-    from streaming.format.index import FileInfo
+from streaming.format.index import FileInfo
+from streaming.format.shard_files import ShardFiles
 
 __all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "prepare_shard_files",
-           "raw_files_present", "resident_bytes", "unavailable"]
+           "unavailable"]
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,12 @@ class ShardSource:
 
 @dataclass
 class PrepareResult:
-    delta_bytes: int = 0  # change in cache usage
+    """What preparing a shard moved over the network."""
+
     fetched_bytes: int = 0  # bytes moved over the network (egress)
     fetch_seconds: float = 0.0
 
     def __iadd__(self, other: PrepareResult) -> PrepareResult:
-        self.delta_bytes += other.delta_bytes
         self.fetched_bytes += other.fetched_bytes
         self.fetch_seconds += other.fetch_seconds
         return self
@@ -82,27 +82,24 @@ def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
     result = fetch(src.store, info.basename, path, retries=src.retries, timeout=src.timeout,
                    hash_algo=algo, expected_hash=info.hashes.get(algo) if algo else None,
                    expected_size=info.bytes)
-    return PrepareResult(delta_bytes=info.bytes, fetched_bytes=result.bytes,
-                         fetch_seconds=result.seconds)
+    return PrepareResult(fetched_bytes=result.bytes, fetch_seconds=result.seconds)
 
 
-def _prepare_part(src: ShardSource, raw: FileInfo, zip_: FileInfo | None,
-                  compression: str | None) -> PrepareResult:
+def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
+                  zip_: FileInfo | None) -> PrepareResult:
     out = PrepareResult()
-    raw_path = os.path.join(src.local_dir, raw.basename)
-    zip_path = os.path.join(src.local_dir, zip_.basename) if zip_ else None
+    raw_path = files.path(raw)
+    zip_path = files.path(zip_) if zip_ else None
     if os.path.isfile(raw_path):
         if zip_path and not src.keep_zip and os.path.isfile(zip_path):
             os.remove(zip_path)
-            out.delta_bytes -= zip_.bytes  # type: ignore[union-attr]
         return out
     os.makedirs(os.path.dirname(raw_path), exist_ok=True)
-    if zip_ is None:
+    if zip_ is None or zip_path is None:
         out += _fetch(src, raw, raw_path)
         if src.validate_hash and src.store is None:
             _verify(raw_path, src.validate_hash, raw)
         return out
-    assert zip_path is not None
     fetched_now = not os.path.isfile(zip_path)
     if fetched_now:
         out += _fetch(src, zip_, zip_path)
@@ -110,69 +107,46 @@ def _prepare_part(src: ShardSource, raw: FileInfo, zip_: FileInfo | None,
         data = f.read()
     if not fetched_now:  # fetched files were verified in flight
         _verify(zip_path, src.validate_hash, zip_, data)
-    write_atomic(raw_path, [decompress(compression, data)])
-    out.delta_bytes += raw.bytes
+    write_atomic(raw_path, [decompress(files.compression, data)])
     if not src.keep_zip:
         os.remove(zip_path)
-        out.delta_bytes -= zip_.bytes
     return out
 
 
-def prepare_shard_files(src: ShardSource, file_pairs: list[tuple[FileInfo, FileInfo | None]],
-                        compression: str | None) -> PrepareResult:
-    """Ensure every raw file of a shard is in `src.local_dir`.
+def prepare_shard_files(src: ShardSource, files: ShardFiles) -> PrepareResult:
+    """Ensure every raw file of a shard is in its cache directory.
 
     Args:
         src: the stream's source and policy.
-        file_pairs: (raw, zip-or-None) per file of the shard (`Reader.file_pairs`).
-        compression: the shard's compression spec string, or None.
+        files: the shard's files (`Reader.files`).
 
     Returns:
-        Bytes added to the cache (negative when a zip was dropped) and bytes fetched.
+        Bytes fetched and the seconds it took.
 
     Raises:
         FileNotFoundError: the file is missing remotely (or there is no remote).
         HashMismatchError: a file's digest differs from the index.
     """
     total = PrepareResult()
-    for raw, zip_ in file_pairs:
-        total += _prepare_part(src, raw, zip_, compression)
+    for raw, zip_ in files.pairs:
+        total += _prepare_part(src, files, raw, zip_)
     return total
 
 
-def resident_bytes(src: ShardSource, file_pairs: list[tuple[FileInfo, FileInfo | None]]) -> int:
-    """Bytes of a shard's files that are on disk now, each counted at its size in the index.
-
-    The cache counts what is really there after each preparation instead of adding deltas, so a
-    file deleted behind its back can never stay counted (nor be counted twice once re-fetched).
-    """
-    total = 0
-    for pair in file_pairs:
-        for info in pair:
-            if info is not None and os.path.isfile(os.path.join(src.local_dir, info.basename)):
-                total += info.bytes
-    return total
-
-
-def raw_files_present(local_dir: str, file_pairs: list[tuple[FileInfo, FileInfo | None]]) -> bool:
-    """Whether every raw (readable) file of a shard exists: a few `stat` calls, no reads."""
-    return all(os.path.isfile(os.path.join(local_dir, raw.basename)) for raw, _ in file_pairs)
-
-
-def unavailable(shard: int, reader: Any, src: ShardSource,
+def unavailable(shard: int, files: ShardFiles, src: ShardSource,
                 cause: BaseException) -> ShardUnavailableError:
     """The error for a shard that is neither cached nor fetchable: which shard, where from, why.
 
     Args:
         shard: the global shard id.
-        reader: the shard's reader (for its file names).
+        files: the shard's files (for their names).
         src: the stream's source (cache directory and remote).
         cause: the last error of the attempt to fetch it.
     """
-    names = ", ".join(raw.basename for raw, _ in reader.file_pairs)
+    names = ", ".join(raw.basename for raw, _ in files.pairs)
     where = (f"from its remote {src.store.url}" if src.store is not None
              else "and its stream has no remote")
     first = str(cause).strip().split("\n", 1)[0]
     return ShardUnavailableError(
-        f"Shard {shard} ({names}) is not in the cache {src.local_dir} and could not be fetched "
-        f"{where}: {type(cause).__name__}: {first}")
+        f"Shard {shard} ({names}) is not in the cache {os.path.normpath(src.local_dir)} and "
+        f"could not be fetched {where}: {type(cause).__name__}: {first}")

@@ -13,10 +13,15 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from streaming.format import Reader, reader_from_json
+from streaming.format import Reader, reader_for_entry
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
-from streaming.format.index import ShardEntry, get_index_basename, parse_index
+from streaming.format.index import (
+    ShardEntry,
+    get_index_basename,
+    parse_index,
+    read_index_objects,
+)
 
 __all__ = ["DatasetSource", "open_source"]
 
@@ -46,23 +51,27 @@ class DatasetSource:
 
         return open_store(self.location)
 
-    def read_index(self) -> list[dict[str, Any]]:
-        """The raw shard entries of index.json (fetching only that file when remote).
-
-        Raises:
-            FileNotFoundError: no index.json there.
-            IndexFormatError: a malformed index.
-        """
+    def _index_text(self) -> tuple[bytes, str]:
         name = get_index_basename()
         if self.local_dir is not None:
             path = os.path.join(self.local_dir, name)
             with open(path, "rb") as file:
-                return parse_index(file.read(), path)
-        return parse_index(self.store().get(name), f"{self.location}/{name}")
+                return file.read(), path
+        return self.store().get(name), f"{self.location}/{name}"
+
+    def read_index(self) -> list[dict[str, Any]]:
+        """The raw shard entries of index.json, each to be checked on its own (`validate`
+        reports a malformed entry as a finding); fetches only that file when remote.
+
+        Raises:
+            FileNotFoundError: no index.json there.
+            IndexFormatError: a malformed top level.
+        """
+        return read_index_objects(*self._index_text())
 
     def entries(self) -> list[ShardEntry]:
-        return [ShardEntry.from_json(obj, f"Shard {i}") for i, obj in
-                enumerate(self.read_index())]
+        """The parsed, checked shard entries (see `parse_index`)."""
+        return parse_index(*self._index_text())
 
     def file_bytes(self, basename: str, scratch: str) -> tuple[str, bool]:
         """A local path holding `basename`: the dataset's own file, or a fetched copy in
@@ -88,12 +97,12 @@ class DatasetSource:
         if local is not None and all(
                 raw is None or os.path.exists(os.path.join(local, raw.basename))
                 for raw, _ in pairs):
-            return reader_from_json(local, None, obj)
+            return reader_for_entry(local, None, entry)
         for raw, packed in pairs:
             if raw is not None:
                 materialize(self, raw.basename, packed.basename if packed else None,
                             entry.compression, scratch)
-        return reader_from_json(scratch, None, obj)
+        return reader_for_entry(scratch, None, entry)
 
 
 def materialize(source: DatasetSource, raw: str, packed: str | None, compression: str | None,

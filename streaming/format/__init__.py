@@ -1,7 +1,7 @@
 """Bytes on disk: index.json, shard writers and readers for MDS, JSON lines and XSV.
 
-`reader_from_json` turns one index entry into the reader for its format; `load_readers` does it
-for a whole dataset directory. Importing this package never imports torch or the storage layer.
+`reader_for_entry` turns one parsed index entry into the reader for its format (`reader_from_json`
+is the reference's dict-taking form); `load_readers` does it for a whole dataset directory. Importing this package never imports torch or the storage layer.
 """
 
 from __future__ import annotations
@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from streaming.errors import IndexFormatError
-from streaming.format.index import FileInfo, get_index_basename, load_index, shard_path
+from streaming.format.index import (
+    FileInfo,
+    ShardEntry,
+    get_index_basename,
+    load_index,
+    shard_path,
+)
 from streaming.format.jsonl import JSONReader, JSONWriter
 from streaming.format.mds import MDSReader, MDSWriter
 from streaming.format.reader import JointReader, Reader, SplitReader
@@ -36,6 +42,7 @@ __all__ = [
     "XSVWriter",
     "get_index_basename",
     "load_readers",
+    "reader_for_entry",
     "reader_from_json",
 ]
 
@@ -49,24 +56,27 @@ _readers: dict[str, type[Reader]] = {
 }
 
 
+def reader_for_entry(dirname: str, split: str | None, entry: ShardEntry) -> Reader:
+    """Build the reader for one parsed index entry, chosen by its ``format``.
+
+    Raises:
+        IndexFormatError: unknown format, or an entry that format refuses.
+    """
+    cls = _readers.get(entry.format)
+    if cls is None:
+        raise IndexFormatError(
+            f"Unsupported data format: {entry.format!r}. Expected one of {sorted(_readers)}.")
+    return cls.from_entry(dirname, split, entry)
+
+
 def reader_from_json(dirname: str, split: str | None, obj: Mapping[str, Any]) -> Reader:
-    """Build the reader for one index entry, chosen by its ``format``.
+    """Build the reader for one index entry as a dict (the reference's entry point).
 
     Raises:
         IndexFormatError: wrong version (the reference's message), unknown format, or a
             malformed entry.
     """
-    if not isinstance(obj, Mapping):
-        raise IndexFormatError(f"Shard entry must be an object, got {obj!r:.200}.")
-    version = obj.get("version")
-    if version != 2:
-        raise IndexFormatError(
-            f"Unsupported streaming data version: {version}. Expected version 2.")
-    cls = _readers.get(obj.get("format"))  # type: ignore[arg-type]
-    if cls is None:
-        raise IndexFormatError(
-            f"Unsupported data format: {obj.get('format')!r}. Expected one of {sorted(_readers)}.")
-    return cls.from_json(dirname, split, dict(obj))
+    return reader_for_entry(dirname, split, ShardEntry.from_json(obj))
 
 
 def load_readers(dirname: str, split: str | None = None,
@@ -75,7 +85,7 @@ def load_readers(dirname: str, split: str | None = None,
 
     Raises:
         FileNotFoundError: no index file.
-        IndexFormatError: see `streaming.format.index.parse_index` and `reader_from_json`.
+        IndexFormatError: see `streaming.format.index.parse_index` and `reader_for_entry`.
     """
     path = filename or shard_path(dirname, split, get_index_basename())
-    return [reader_from_json(dirname, split, obj) for obj in load_index(path)]
+    return [reader_for_entry(dirname, split, entry) for entry in load_index(path)]

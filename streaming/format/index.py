@@ -21,11 +21,14 @@ __all__ = [
     "FileInfo",
     "ShardEntry",
     "check_basename",
+    "check_unique_files",
+    "check_version",
     "dump_index",
     "get_index_basename",
     "load_index",
     "naming_index",
     "parse_index",
+    "read_index_objects",
     "shard_path",
 ]
 
@@ -187,11 +190,7 @@ class ShardEntry:
         """
         if not isinstance(obj, Mapping):
             raise IndexFormatError(f"{where} must be an object, got {obj!r}.")
-        version = obj.get("version", INDEX_VERSION)
-        if version != INDEX_VERSION:
-            raise IndexFormatError(
-                f"Unsupported streaming data version: {version}. Expected version 2."
-            )
+        check_version(obj.get("version"))
         compression = obj.get("compression")
         if compression is not None and not isinstance(compression, str):
             raise IndexFormatError(f"{where} has a malformed `compression`: {compression!r}.")
@@ -246,14 +245,17 @@ def dump_index(shards: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps({"version": INDEX_VERSION, "shards": list(shards)}, sort_keys=True)
 
 
-def parse_index(text: str | bytes, filename: str = INDEX_BASENAME) -> list[dict[str, Any]]:
+def read_index_objects(text: str | bytes, filename: str = INDEX_BASENAME) -> list[dict[str, Any]]:
     """Parse index.json text and check its top level, returning the raw shard dicts.
+
+    For tools that report on each entry separately (`streaming validate`); everything else
+    wants `parse_index`.
 
     Raises:
         CorruptIndexError: not JSON (message prefixed `Index file at <path> is empty or
             corrupted. ` like the reference).
-        IndexFormatError: not an object, wrong version, or ``shards`` missing or not a list of
-            objects.
+        IndexFormatError: not an object, no or another version, or ``shards`` missing or not a
+            list of objects.
     """
     prefix = f"Index file at {filename} is empty or corrupted. "
     try:
@@ -266,10 +268,7 @@ def parse_index(text: str | bytes, filename: str = INDEX_BASENAME) -> list[dict[
         raise IndexFormatError(prefix + f"Expected a JSON object, got {type(obj).__name__}.")
     if "version" not in obj:
         raise IndexFormatError(f"Index file at {filename} is missing the field `version`.")
-    if obj["version"] != INDEX_VERSION:
-        raise IndexFormatError(
-            f"Unsupported streaming data version: {obj['version']}. Expected version 2."
-        )
+    check_version(obj["version"])
     shards = obj.get("shards")
     if not isinstance(shards, list) or not all(isinstance(s, dict) for s in shards):
         raise IndexFormatError(
@@ -278,7 +277,58 @@ def parse_index(text: str | bytes, filename: str = INDEX_BASENAME) -> list[dict[
     return shards
 
 
-def load_index(filename: str) -> list[dict[str, Any]]:
+def parse_index(text: str | bytes, filename: str = INDEX_BASENAME) -> list[ShardEntry]:
+    """Parse and check a whole index.json: every entry, and the entries against each other.
+
+    Raises:
+        CorruptIndexError, IndexFormatError: see `read_index_objects` and
+            `ShardEntry.from_json`; also a file named by two entries (its samples would be read
+            twice per epoch), naming the file and the index.
+        UnsafePathError: a file name escapes the dataset directory.
+    """
+    entries = []
+    for position, obj in enumerate(read_index_objects(text, filename)):
+        raw = obj.get("raw_data")
+        name = raw.get("basename") if isinstance(raw, Mapping) else None
+        where = f"Shard {position} ({name!r}) of {filename}" if name else (
+            f"Shard {position} of {filename}")
+        try:
+            entries.append(ShardEntry.from_json(obj, where))
+        except IndexFormatError as err:  # a bad file name's error does not know the index
+            raise naming_index(err, filename) from None
+    check_unique_files(entries, filename)
+    return entries
+
+
+def check_unique_files(entries: Sequence[ShardEntry], filename: str = INDEX_BASENAME) -> None:
+    """Refuse an index in which two entries (or two forms of one) name the same file.
+
+    Raises:
+        IndexFormatError: naming the repeated file and the index.
+    """
+    seen: set[str] = set()
+    for entry in entries:
+        for info in entry.files():
+            if info.basename in seen:
+                raise IndexFormatError(
+                    f"Index file at {filename} lists the file {info.basename!r} more than once; "
+                    "its samples would be read twice per epoch.")
+            seen.add(info.basename)
+
+
+def check_version(version: Any) -> None:
+    """The one index-version check (for the file and for each of its entries).
+
+    Raises:
+        IndexFormatError: not version 2 (the reference's message).
+    """
+    if version != INDEX_VERSION:
+        raise IndexFormatError(
+            f"Unsupported streaming data version: {version}. Expected version 2."
+        )
+
+
+def load_index(filename: str) -> list[ShardEntry]:
     """Read and parse an index.json file; see `parse_index` for the errors.
 
     Raises:

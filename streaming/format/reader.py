@@ -20,6 +20,7 @@ from streaming.array import Array
 from streaming.errors import IndexFormatError, ShardFormatError
 from streaming.format.fileio import map_file, registry
 from streaming.format.index import FileInfo, ShardEntry, shard_path
+from streaming.format.shard_files import RAW, ZIP, ShardFiles
 from streaming.units import bytes_to_int
 
 __all__ = ["FileInfo", "JointReader", "Reader", "SplitReader"]
@@ -61,23 +62,23 @@ class Reader(Array, ABC):
         self.samples = samples
         self.size_limit = size_limit
         self.file_pairs: list[tuple[FileInfo, FileInfo | None]] = []
+        self._files: ShardFiles | None = None  # made on first use, once `file_pairs` is full
         self._state: Any = None  # format-specific mapped state, None until first access
 
     # -- construction from index entries ----------------------------------------------------
 
     @classmethod
-    def _entry_kwargs(cls, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Check an index entry for this format and return the constructor's keyword args.
+    def _entry_kwargs(cls, entry: ShardEntry) -> dict[str, Any]:
+        """Check a (parsed) index entry for this format; return the constructor's keyword args.
 
-        Unknown keys are ignored (the reference raised TypeError on them).
+        Unknown keys were kept in `entry.config` and are ignored here (the reference raised
+        TypeError on them).
 
         Raises:
-            IndexFormatError: wrong version or format, missing or malformed fields.
-            UnsafePathError: a file name escapes the dataset directory.
+            IndexFormatError: another format, missing format fields, or more samples than the
+                shard's bytes can hold.
         """
-        raw = obj.get("raw_data") if isinstance(obj, Mapping) else None
-        name = raw.get("basename") if isinstance(raw, Mapping) else None
-        entry = ShardEntry.from_json(obj, f"Shard entry {name!r}" if name else "Shard entry")
+        name = entry.raw_data.basename
         if entry.format != cls.format:
             raise IndexFormatError(
                 f"Unsupported data format: {entry.format}. Expected to be `{cls.format}`."
@@ -87,6 +88,7 @@ class Reader(Array, ABC):
             missing.append("raw_meta")
         if missing:
             raise IndexFormatError(f"Shard entry {name!r} is missing the field(s) {missing}.")
+        cls._check_fits(entry)
         kwargs = {key: entry.config[key] for key in cls._required_keys}
         kwargs.update({key: getattr(entry, key) for key in cls._file_keys})
         kwargs.update(compression=entry.compression, hashes=entry.hashes,
@@ -94,9 +96,36 @@ class Reader(Array, ABC):
         return kwargs
 
     @classmethod
+    def _check_fits(cls, entry: ShardEntry) -> None:
+        """Refuse a sample count the shard's bytes cannot hold, before anything is allocated.
+
+        Every format here stores a 4-byte count and `samples + 1` 4-byte offsets in the file
+        that indexes the samples (the meta file of split formats, else the data file), so a
+        valid shard has at least `4 * samples + 8` bytes there (an absurd count in a broken
+        index would otherwise surface as numpy failing to allocate terabytes).
+
+        Raises:
+            IndexFormatError: naming the shard and both numbers.
+        """
+        offsets = entry.raw_meta if "raw_meta" in cls._file_keys else entry.raw_data
+        if offsets is not None and offsets.bytes < 4 * entry.samples + 8:
+            raise IndexFormatError(
+                f"Shard entry {entry.raw_data.basename!r} says {entry.samples} samples, but "
+                f"{offsets.basename} has {offsets.bytes} bytes, fewer than the "
+                f"{4 * entry.samples + 8} its sample offsets alone need.")
+
+    @classmethod
+    def from_entry(cls, dirname: str, split: str | None, entry: ShardEntry) -> Reader:
+        """Build a reader from a parsed index entry (see `_entry_kwargs`)."""
+        return cls(dirname, split, **cls._entry_kwargs(entry))
+
+    @classmethod
     def from_json(cls, dirname: str, split: str | None, obj: dict[str, Any]) -> Reader:
-        """Build a reader from one shard entry of index.json (see `_entry_kwargs`)."""
-        return cls(dirname, split, **cls._entry_kwargs(obj))
+        """Build a reader from one shard entry of index.json (the reference's entry point)."""
+        raw = obj.get("raw_data") if isinstance(obj, Mapping) else None
+        name = raw.get("basename") if isinstance(raw, Mapping) else None
+        where = f"Shard entry {name!r}" if name else "Shard entry"
+        return cls.from_entry(dirname, split, ShardEntry.from_json(obj, where))
 
     def validate(self, allow_unsafe_types: bool) -> None:
         """Refuse shards that are unsafe to decode unless allowed (no-op for most formats)."""
@@ -113,87 +142,43 @@ class Reader(Array, ABC):
     def _path(self, info: FileInfo) -> str:
         return shard_path(self.dirname, self.split, info.basename)
 
-    def _evict_files(self, which: int) -> int:
-        size = 0
-        for pair in self.file_pairs:
-            info = pair[which]
-            if info is None:
-                continue
-            try:
-                os.remove(self._path(info))
-            except FileNotFoundError:
-                continue
-            size += info.bytes
-        return size
-
-    def _evict_raw(self) -> int:
-        """Delete this shard's raw files that exist; return their bytes per the index."""
-        self.close()
-        return self._evict_files(0)
-
-    def _evict_zip(self) -> int:
-        """Delete this shard's compressed files that exist; return their bytes per the index."""
-        return self._evict_files(1)
+    @property
+    def files(self) -> ShardFiles:
+        """This shard's files in the local directory (what is there, what it occupies)."""
+        files = self._files
+        if files is None:
+            files = self._files = ShardFiles(os.path.join(self.dirname, self.split),
+                                             tuple(self.file_pairs), self.compression)
+        return files
 
     def evict(self) -> int:
         """Delete every file of this shard (dropping its mapping first); return bytes freed."""
-        return self._evict_raw() + self._evict_zip()
+        self.close()
+        return self.files.remove(RAW) + self.files.remove(ZIP)
 
     def set_up_local(self, listing: set[str], safe_keep_zip: bool) -> int:
         """Bring the shard's files in the cache to a consistent state; return bytes present.
 
-        A form (raw or zip) counts only if all its files are listed; a partial form is deleted.
-        With compression and `safe_keep_zip`, raw files without their zip are deleted. Without
-        `safe_keep_zip`, when both forms are present the zip is deleted and the raw kept.
-        QUIRK fixed: the reference meant to do that but deleted the raw files instead (while
-        still counting them), forcing a needless re-decompression; the files we keep and the
-        bytes we count are the same set.
-
-        Raises:
-            ValueError: a compressed form exists although the shard was not compressed.
+        See `ShardFiles.reconcile` (the reference's method, with its deletion bug fixed).
         """
-        has_raw = self._form_present(listing, 0)
-        has_zip = self._form_present(listing, 1)
-        if self.compression:
-            if safe_keep_zip and has_raw and not has_zip:
-                self._evict_raw()
-                has_raw = False
-            elif not safe_keep_zip and has_raw and has_zip:
-                self._evict_zip()
-                has_zip = False
-        elif has_zip:
-            raise ValueError("Shard is invalid: compression was not used, but has a compressed "
-                             "form.")
-        return (self.get_raw_size() if has_raw else 0) + (
-            (self.get_zip_size() or 0) if has_zip else 0)
-
-    def _form_present(self, listing: set[str], which: int) -> bool:
-        """Whether every file of one form is listed; a partially present form is deleted."""
-        infos = [pair[which] for pair in self.file_pairs if pair[which] is not None]
-        present = sum(self._path(info) in listing for info in infos)
-        if 0 < present < len(infos):
-            self._evict_raw() if which == 0 else self._evict_zip()
-        return bool(present) and present == len(infos)
+        self.close()
+        return self.files.reconcile(listing, safe_keep_zip)
 
     def get_raw_size(self) -> int:
         """Bytes of the uncompressed files."""
-        return sum(raw.bytes for raw, _ in self.file_pairs)
+        return self.files.raw_bytes
 
     def get_zip_size(self) -> int | None:
         """Bytes of the compressed files, or None if the shard has no compressed form."""
-        if any(zip_info is None for _, zip_info in self.file_pairs):
-            return None
-        return sum(zip_info.bytes for _, zip_info in self.file_pairs)  # type: ignore[union-attr]
+        return self.files.zip_bytes
 
     def get_max_size(self) -> int:
         """Bytes on disk while both forms are resident (during decompression)."""
-        return self.get_raw_size() + (self.get_zip_size() or 0)
+        return self.files.max_bytes
 
     def get_persistent_size(self, keep_zip: bool) -> int:
         """Bytes the shard keeps on disk once prepared."""
-        if self.compression and keep_zip:
-            return self.get_max_size()
-        return self.get_raw_size()
+        return self.files.persistent_bytes(keep_zip)
 
     # -- mapped access ---------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streaming.format.index import ShardEntry, get_index_basename, parse_index
+from streaming.format.index import get_index_basename, parse_index
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
 from streaming.merge._locate import (
@@ -94,8 +94,7 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
             try:
                 part = _read_partition(url, temp_root, download_timeout)
                 name = str(url if isinstance(url, str) else url[0] or url[1])
-                raw = parse_index(part.text, name)
-                entries = [ShardEntry.from_json(s, f"Shard entry of {name}") for s in raw]
+                entries = parse_index(part.text, name)
                 _check_files(part, entries, _files_home(part, url, remote))
             except (OSError, ValueError, RuntimeError) as err:
                 if strict:
@@ -107,7 +106,7 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
             if prefix in (None, "."):
                 report.skipped[str(url)] = "it is the merged index of the output root itself"
                 continue
-            shards += _prefixed(raw, prefix)
+            shards += _prefixed(entries, prefix)
             report.partitions.append(prefix)
             report.samples += sum(entry.samples for entry in entries)
         report.shards = len(shards)

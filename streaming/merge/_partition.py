@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import posixpath
 import urllib.parse
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from streaming.format.index import ShardEntry
+from streaming.format.index import FileInfo, ShardEntry
 from streaming.merge._locate import IndexSource, _has_scheme, _open_store, _relative, _url_dir
 
 
@@ -96,12 +97,16 @@ def _file_ok(part: _Partition, info: Any, present: set[str] | None) -> bool:
         return False
 
 
-def _prefixed(shards: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
-    for shard in shards:
-        for key in ("raw_data", "zip_data", "raw_meta", "zip_meta"):
-            if shard.get(key):
-                shard[key]["basename"] = posixpath.join(prefix, shard[key]["basename"])
-    return shards
+def _prefixed(entries: list[ShardEntry], prefix: str) -> list[dict[str, Any]]:
+    """The entries as index.json objects, their files moved under `prefix`."""
+    def moved(info: FileInfo | None) -> FileInfo | None:
+        return None if info is None else dataclasses.replace(
+            info, basename=posixpath.join(prefix, info.basename))
+
+    return [dataclasses.replace(entry, raw_data=moved(entry.raw_data),
+                                zip_data=moved(entry.zip_data), raw_meta=moved(entry.raw_meta),
+                                zip_meta=moved(entry.zip_meta)).to_json()
+            for entry in entries]
 
 
 def _prefix_of(part: _Partition, url: IndexSource, local: str | None,

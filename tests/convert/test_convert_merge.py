@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streaming.format import load_readers
-from streaming.format.index import parse_index
+from streaming.format.index import read_index_objects
 from streaming.merge import (_format_remote_index_files, _not_merged_index, merge_index,
                              merge_partitions, merge_root)
 
@@ -33,7 +33,7 @@ def test_list_form_writes_the_reference_layout(parts: str) -> None:
     text = open(f"{parts}/index.json").read()
     assert text.startswith('{"version": 2, "shards": [')  # plain json.dump, version first
     shards = json.loads(text)["shards"]
-    sub = parse_index(open(f"{parts}/p0/index.json").read())
+    sub = read_index_objects(open(f"{parts}/p0/index.json").read())
     assert shards[0] == dict(sub[0], raw_data=dict(sub[0]["raw_data"],
                                                      basename="p0/shard.00000.mds"))
     assert [s["raw_data"]["basename"].split("/")[0] for s in shards] == ["p0"] * (

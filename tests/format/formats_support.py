@@ -18,11 +18,11 @@ from streaming.format.index import load_index
 def materialise(dirname: str) -> None:
     """Decompress every zip file of a dataset into its raw name, as the cache would."""
     for entry in load_index(os.path.join(dirname, "index.json")):
-        for raw_key, zip_key in (("raw_data", "zip_data"), ("raw_meta", "zip_meta")):
-            if entry.get(zip_key):
-                with open(os.path.join(dirname, entry[zip_key]["basename"]), "rb") as file:
-                    data = decompress(entry["compression"], file.read())
-                with open(os.path.join(dirname, entry[raw_key]["basename"]), "wb") as file:
+        for raw, packed in ((entry.raw_data, entry.zip_data), (entry.raw_meta, entry.zip_meta)):
+            if raw is not None and packed is not None:
+                with open(os.path.join(dirname, packed.basename), "rb") as file:
+                    data = decompress(entry.compression, file.read())
+                with open(os.path.join(dirname, raw.basename), "wb") as file:
                     file.write(data)
 
 

@@ -17,6 +17,7 @@ from streaming.format.index import (
     get_index_basename,
     load_index,
     parse_index,
+    read_index_objects,
     shard_path,
 )
 
@@ -34,8 +35,8 @@ def test_index_basename() -> None:
 
 
 def test_round_trip_is_byte_exact() -> None:
-    shards = parse_index(EXAMPLE)
-    entries = [ShardEntry.from_json(s) for s in shards]
+    entries = parse_index(EXAMPLE)
+    assert entries == [ShardEntry.from_json(s) for s in read_index_objects(EXAMPLE)]
     assert dump_index([e.to_json() for e in entries]) == EXAMPLE
     assert entries[0].raw_data == FileInfo("shard.00000.mds", 271, {})
     assert entries[0].config["column_sizes"] == [None, 8, None]
@@ -95,7 +96,7 @@ def test_missing_index_file(tmp_path) -> None:
 
 
 def _entry(**changes: object) -> dict:
-    obj = parse_index(EXAMPLE)[0]
+    obj = read_index_objects(EXAMPLE)[0]
     obj.update(changes)
     return {k: v for k, v in obj.items() if v is not _DROP}
 
@@ -154,3 +155,31 @@ def test_safe_basenames(name: str) -> None:
     assert check_basename(name) == name
     assert shard_path("/d", "s", name) == f"/d/s/{name}"
     assert shard_path("/d", None, name) == f"/d/{name}"
+
+
+def _index(*entries: dict) -> str:
+    return dump_index(list(entries))
+
+
+def test_a_file_listed_twice_is_refused() -> None:
+    """Two entries naming one file would yield its samples twice per epoch."""
+    first = _entry()
+    second = _entry(raw_data={"basename": "shard.00001.mds", "bytes": 271, "hashes": {}},
+                    zip_data={"basename": "shard.00000.mds", "bytes": 9, "hashes": {}})
+    assert len(parse_index(_index(first, _entry(raw_data={"basename": "shard.00001.mds",
+                                                         "bytes": 271, "hashes": {}})))) == 2
+    for twice in (_index(first, first), _index(first, second)):
+        with pytest.raises(IndexFormatError, match=r"lists the file 'shard.00000.mds' more "
+                                                   r"than once") as info:
+            parse_index(twice, "/data/index.json")
+        assert "/data/index.json" in str(info.value)
+
+
+@pytest.mark.parametrize("samples", [10**12, 66])
+def test_more_samples_than_bytes_can_hold_is_refused(samples: int) -> None:
+    """271 bytes hold at most 65 MDS samples (4 + 4 * (n + 1) header bytes), so 66 is refused
+    at once, as is 10**12 (which would otherwise ask numpy for terabytes)."""
+    with pytest.raises(IndexFormatError, match=rf"says {samples} samples, but shard.00000.mds "
+                                               rf"has 271 bytes, fewer than the {4 * samples + 8}"):
+        reader_from_json("/data", None, _entry(samples=samples))
+    assert reader_from_json("/data", None, _entry(samples=65)).samples == 65

@@ -1,0 +1,114 @@
+"""A stream's `index.json` in the node's cache: read the remote's, fall back, cache, drop stale.
+
+The one owner of the cached index. With a remote, its current index is read (with the stream's
+retries and per-attempt deadline) and parsed before anything is cached, so a changed remote index
+wins over the cached one and a broken one never replaces a good copy. If the remote's index
+cannot be read at all (missing, refused, unreachable, failing) but a cached copy exists, that copy
+is used with one `RemoteUnavailableWarning`: training goes on from a warmed cache. Caching a new
+index (once per node) deletes the cached files it no longer vouches for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from streaming.errors import IndexFormatError, RemoteUnavailableWarning
+from streaming.format.fileio import write_atomic
+from streaming.format.index import ShardEntry, get_index_basename, parse_index
+from streaming.format.shard_files import drop_changed_files
+
+__all__ = ["IndexCache", "LoadedIndex"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoadedIndex:
+    """An index as read: its bytes, its parsed entries, where it came from."""
+
+    text: bytes
+    entries: list[ShardEntry]
+    where: str  # the URL or path it was read from (errors name it)
+    from_remote: bool  # read from the remote (and so to be cached), not the cached copy
+
+
+class IndexCache:
+    """The cached `index.json` of one stream.
+
+    Args:
+        local_dir: the stream's cache directory.
+        store: a `streaming.storage.Store` at the stream's remote, or None (local data).
+        remote: the remote's name for messages.
+        retries: total attempts to read the remote index.
+        timeout: seconds per attempt.
+    """
+
+    def __init__(self, local_dir: str, store: Any | None, remote: str | None, retries: int,
+                 timeout: float) -> None:
+        self.local_dir, self.store, self.remote = local_dir, store, remote
+        self.retries, self.timeout = retries, timeout
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.local_dir, get_index_basename())
+
+    def load(self) -> LoadedIndex:
+        """The index to use (see the module docstring for which).
+
+        Raises:
+            RuntimeError: no remote and no local index (the reference's message).
+            FileNotFoundError, PermissionError, TransferError: the remote's index cannot be
+                read and there is no cached copy.
+            IndexFormatError: the index read is malformed (naming its URL or path).
+        """
+        if self.store is None:
+            if not os.path.exists(self.path):
+                raise RuntimeError(
+                    f"No `remote` provided, but local file {self.path} does not exist either"
+                )
+            return self._cached()
+        from streaming.storage.transfer import read
+
+        try:
+            text = read(self.store, get_index_basename(), retries=self.retries,
+                        timeout=self.timeout)
+        except Exception as err:  # gone, unreachable, refused: train from the cache if we can
+            if not os.path.isfile(self.path):
+                raise
+            warnings.warn(RemoteUnavailableWarning(
+                f"Could not read the index of {self.remote} ({type(err).__name__}: {err}); "
+                f"using the cached copy {self.path}. Shards already in the cache are used as they "
+                f"are; any other shard is fetched from the remote when needed."), stacklevel=5)
+            return self._cached()
+        where = self.store.url_for(get_index_basename())
+        return LoadedIndex(text, parse_index(text, where), where, True)
+
+    def _cached(self) -> LoadedIndex:
+        with open(self.path, "rb") as f:
+            text = f.read()
+        return LoadedIndex(text, parse_index(text, self.path), self.path, False)
+
+    def commit(self, loaded: LoadedIndex) -> None:
+        """Cache an index read from the remote, deleting files it no longer vouches for.
+
+        Runs once per node, after the index parsed and its readers were built, so an index that
+        cannot be used is never cached. A cached copy that cannot be parsed (an older bad
+        download, a truncated write) vouches for nothing: nothing is dropped, it is replaced.
+        """
+        if not loaded.from_remote:
+            return
+        os.makedirs(self.local_dir, exist_ok=True)
+        if os.path.exists(self.path):
+            with open(self.path, "rb") as f:
+                old = f.read()
+            if old == loaded.text:
+                return
+            try:
+                drop_changed_files(self.local_dir, parse_index(old, self.path), loaded.entries)
+            except IndexFormatError as err:  # includes unsafe file names in the old copy
+                log.warning("Replacing the unusable cached index %s (%s).", self.path, err)
+        write_atomic(self.path, [loaded.text])

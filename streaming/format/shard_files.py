@@ -1,0 +1,170 @@
+"""A shard's files in a local directory: which forms are there, what they occupy, what to drop.
+
+The one owner of that knowledge. A shard has a raw form (what readers map) and, when written with
+compression, a zip form; each form is one file (MDS) or two (meta + data: JSONL, XSV). A form
+counts as present only when all its files are. Readers (the reference's `set_up_local` and
+`evict`), the cache's preparation and accounting, and the start-up staleness check all ask here,
+so there is one answer to "what does this shard occupy on disk". Files only: no storage, no
+shared state.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from streaming.format.index import FileInfo, ShardEntry, check_basename
+
+__all__ = ["RAW", "ZIP", "ShardFiles", "drop_changed_files", "list_files"]
+
+RAW, ZIP = 0, 1  # which form, as an index into a (raw, zip) file pair
+
+FilePair = tuple[FileInfo, "FileInfo | None"]
+
+
+@dataclass(frozen=True)
+class ShardFiles:
+    """The files of one shard under `local_dir`, as its index entry describes them.
+
+    Args:
+        local_dir: the stream's cache directory (dataset dir + split).
+        pairs: (raw, zip-or-None) per file of the shard, meta before data.
+        compression: the zip form's compression spec (``"zstd:7"``), None if it has none.
+    """
+
+    local_dir: str
+    pairs: tuple[FilePair, ...]
+    compression: str | None
+
+    @property
+    def compressed(self) -> bool:
+        return self.compression is not None
+
+    def path(self, info: FileInfo) -> str:
+        return os.path.join(self.local_dir, check_basename(info.basename))
+
+    def form(self, which: int) -> list[FileInfo]:
+        """The files of the raw (`RAW`) or compressed (`ZIP`) form."""
+        return [pair[which] for pair in self.pairs if pair[which] is not None]  # type: ignore[misc]
+
+    # -- what is there ---------------------------------------------------------------------
+
+    def present(self, which: int, listing: set[str] | None = None) -> bool:
+        """Whether every file of a form exists (in `listing` if given, else on disk)."""
+        infos = self.form(which)
+        exists = (lambda p: p in listing) if listing is not None else os.path.isfile
+        return bool(infos) and all(exists(self.path(info)) for info in infos)
+
+    def raw_present(self) -> bool:
+        """Whether the shard is readable as it is: a few `stat` calls, no reads."""
+        return self.present(RAW)
+
+    def resident_bytes(self) -> int:
+        """Bytes of the shard's files on disk now, each counted at its size in the index.
+
+        The cache counts this after every preparation rather than adding deltas, so a file
+        deleted behind its back can never stay counted (nor be counted twice once re-fetched).
+        """
+        return sum(info.bytes for pair in self.pairs for info in pair
+                   if info is not None and os.path.isfile(self.path(info)))
+
+    # -- sizes per the index ---------------------------------------------------------------
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(info.bytes for info in self.form(RAW))
+
+    @property
+    def zip_bytes(self) -> int | None:
+        """Bytes of the compressed form, or None if the shard has none."""
+        if any(pair[ZIP] is None for pair in self.pairs):
+            return None
+        return sum(info.bytes for info in self.form(ZIP))
+
+    @property
+    def max_bytes(self) -> int:
+        """Bytes on disk while both forms are resident (during decompression)."""
+        return self.raw_bytes + (self.zip_bytes or 0)
+
+    def persistent_bytes(self, keep_zip: bool) -> int:
+        """Bytes the shard keeps on disk once prepared."""
+        return self.max_bytes if self.compressed and keep_zip else self.raw_bytes
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def remove(self, which: int) -> int:
+        """Delete the files of a form that exist; returns their bytes per the index."""
+        freed = 0
+        for info in self.form(which):
+            try:
+                os.remove(self.path(info))
+            except FileNotFoundError:
+                continue
+            freed += info.bytes
+        return freed
+
+    def reconcile(self, listing: set[str], keep_zip: bool) -> int:
+        """Bring the shard's files to a state the cache can trust; return the bytes kept.
+
+        A form counts only if all its files are listed; a partial form is deleted. With
+        compression and `keep_zip`, raw files without their zip are deleted (the zip is the
+        copy to keep). Without `keep_zip`, when both forms are present the zip is deleted and the
+        raw kept. QUIRK fixed: the reference meant to do that but deleted the raw files instead
+        (while still counting them), forcing a needless re-decompression.
+
+        Raises:
+            ValueError: a compressed form exists although the shard was not compressed.
+        """
+        has_raw, has_zip = (self._keep_whole(which, listing) for which in (RAW, ZIP))
+        if self.compressed:
+            if keep_zip and has_raw and not has_zip:
+                self.remove(RAW)
+                has_raw = False
+            elif not keep_zip and has_raw and has_zip:
+                self.remove(ZIP)
+                has_zip = False
+        elif has_zip:
+            raise ValueError("Shard is invalid: compression was not used, but has a compressed "
+                             "form.")
+        return (self.raw_bytes if has_raw else 0) + ((self.zip_bytes or 0) if has_zip else 0)
+
+    def _keep_whole(self, which: int, listing: set[str]) -> bool:
+        """Whether a form is wholly listed; a partially listed one is deleted."""
+        infos = self.form(which)
+        listed = sum(self.path(info) in listing for info in infos)
+        if 0 < listed < len(infos):
+            self.remove(which)
+        return bool(infos) and listed == len(infos)
+
+
+def list_files(local_dir: str) -> set[str]:
+    """Every file path under `local_dir` (one walk, shared by all shards of a stream)."""
+    listing: set[str] = set()
+    for dirname, _, files in os.walk(local_dir):
+        listing.update(os.path.join(dirname, name) for name in files)
+    return listing
+
+
+def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
+                       new: Sequence[ShardEntry]) -> list[str]:
+    """Delete files of `local_dir` that the new index describes differently, or not at all.
+
+    The reference trusts a cached index.json forever, so a dataset rewritten in place is read
+    with a stale shard list. Comparing the cached index with the remote's and deleting the files
+    whose recorded size or digests changed (or whose shard disappeared) makes them fetched again.
+
+    Returns:
+        The basenames removed.
+    """
+    before = {info.basename: info for entry in old for info in entry.files()}
+    after = {info.basename: info for entry in new for info in entry.files()}
+    removed = []
+    for basename, info in before.items():
+        if after.get(basename) == info:
+            continue
+        path = os.path.join(local_dir, check_basename(basename))
+        if os.path.exists(path):
+            os.remove(path)
+            removed.append(basename)
+    return removed
