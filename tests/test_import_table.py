@@ -133,7 +133,7 @@ HOMES: dict[str, list[str]] = {
     "streaming.base.util": ["streaming.units", "streaming.coord.cleanup", "streaming.retry",
                             "streaming.compat_util", "streaming.merge"],
     "streaming.base.compression": ["streaming.format.compression"],
-    "streaming.base.hashing": ["streaming.format.hashing"],
+    "streaming.base.hashing": ["streaming.hashing"],
     "streaming.base.sampling": ["streaming.order.sampling"],
     "streaming.base.registry_utils": ["streaming.registry"],
 }

@@ -1,7 +1,7 @@
-"""Old import path `streaming.base.hashing`: aliases of `streaming.format.hashing`."""
+"""Old import path `streaming.base.hashing`: aliases of `streaming.hashing`."""
 
 from __future__ import annotations
 
-from streaming.format.hashing import get_hash, get_hashes, is_hash
+from streaming.hashing import get_hash, get_hashes, is_hash
 
 __all__ = ["get_hash", "get_hashes", "is_hash"]

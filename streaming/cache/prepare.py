@@ -14,7 +14,7 @@ from typing import Any
 from streaming.errors import HashMismatchError, ShardUnavailableError
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
-from streaming.format.hashing import fast_hash_of, get_hash
+from streaming.hashing import fast_hash_of, get_hash
 from streaming.format.index import FileInfo
 from streaming.format.shard_files import ShardFiles
 

@@ -22,7 +22,7 @@ from streaming.cli.source import DatasetSource, open_source
 from streaming.format import reader_from_json
 from streaming.format.compression import decompress
 from streaming.format.fileio import map_file, prefetch, write_atomic
-from streaming.format.hashing import get_hash
+from streaming.hashing import get_hash
 from streaming.format.index import FileInfo, ShardEntry
 
 __all__ = ["Problem", "ValidationReport", "check_shard", "read_files_raw", "validate_dataset"]

@@ -156,7 +156,7 @@ def validate_command(dataset: str, split: str | None, workers: int | None, progr
 
     Exits 1 if anything is wrong, naming the shard and the sample."""
     from streaming.cli.checks import validate_dataset
-    from streaming.convert.progress import make_progress
+    from streaming.progress import make_progress
 
     source, raw = _load(dataset, split)
     total = sum(int(obj.get("samples", 0)) for obj in raw)

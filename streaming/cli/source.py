@@ -22,6 +22,7 @@ from streaming.format.index import (
     parse_index,
     read_index_objects,
 )
+from streaming.storage.urls import scheme_of
 
 __all__ = ["DatasetSource", "open_source"]
 
@@ -34,7 +35,7 @@ class DatasetSource:
 
     @property
     def remote(self) -> bool:
-        return bool(urllib.parse.urlparse(self.location).scheme) and not self.location.startswith(
+        return bool(scheme_of(self.location)) and not self.location.startswith(
             "file://")
 
     @property
@@ -129,6 +130,6 @@ def open_source(dataset: str, split: str | None = None) -> DatasetSource:
     """The dataset directory named on the command line, with the split appended."""
     if not split:
         return DatasetSource(dataset.rstrip("/") if "://" in dataset else dataset)
-    if urllib.parse.urlparse(dataset).scheme:
+    if scheme_of(dataset):
         return DatasetSource(f"{dataset.rstrip('/')}/{split.strip('/')}")
     return DatasetSource(os.path.join(dataset, split))

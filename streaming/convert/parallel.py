@@ -13,17 +13,17 @@ import multiprocessing
 import os
 import shutil
 import threading
-import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from streaming.convert.columns import ConversionError
-from streaming.convert.progress import Progress, make_progress
+from streaming.progress import Progress, make_progress
 from streaming.format.index import get_index_basename
-from streaming.format.sink import open_sink
+from streaming.storage.sink import open_sink
 from streaming.merge import MergeReport, merge_partitions
+from streaming.storage.urls import scheme_of
 
 __all__ = ["ParallelResult", "run_tasks", "write_parallel"]
 
@@ -95,7 +95,7 @@ def _resolve_out(out: Any, exist_ok: bool) -> tuple[str, str | None, bool]:
     """``(local root, remote root or None, local is a temp dir)``, with the writer's checks."""
     local, sink = open_sink(out, keep_local=True, exist_ok=exist_ok)
     sink.finish()
-    temporary = isinstance(out, str) and bool(urllib.parse.urlparse(out).scheme)
+    temporary = isinstance(out, str) and bool(scheme_of(out))
     return local, sink.remote, temporary
 
 

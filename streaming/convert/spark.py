@@ -18,7 +18,7 @@ from streaming.convert.columns import table_rows
 from streaming.convert.spark_schema import (SPARK_TO_MDS, infer_dataframe_schema,
                                             is_json_compatible)
 from streaming.format.index import get_index_basename
-from streaming.format.sink import open_sink
+from streaming.storage.sink import open_sink
 from streaming.merge import merge_partitions
 
 __all__ = ["SPARK_TO_MDS", "dataframe_to_mds", "infer_dataframe_schema", "is_json_compatible"]

@@ -1,9 +1,10 @@
 """The shared shard writer: buffering, size-limit arithmetic, shard files, index, output sink.
 
 `Writer` owns what every format shares (argument checks, when to cut a shard, hashing,
-compression, atomic files, index.json, the sink); `JointWriter` (one file per shard, MDS) and
-`SplitWriter` (data + offsets meta file, JSONL/XSV) say which files a shard has. Formats only
-encode samples and lay out shard bytes. No torch, no storage imports (the sink resolves those).
+compression, atomic files, index.json and that it is sent last); `JointWriter` (one file per
+shard, MDS) and `SplitWriter` (data + offsets meta file, JSONL/XSV) say which files a shard has.
+Formats only encode samples and lay out shard bytes. Finished files go to a
+`streaming.storage.sink.Sink` (the one place that moves files elsewhere); no torch.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import numpy as np
 
 from streaming.format.compression import compress, get_compression_extension, is_compression
 from streaming.format.fileio import write_atomic
-from streaming.format.hashing import get_hash, is_hash
+from streaming.hashing import get_hash, is_hash
 from streaming.format.index import dump_index, get_index_basename
-from streaming.format.sink import Sink, SinkError, open_sink
+from streaming.progress import open_bar
+from streaming.storage.sink import SinkError, open_sink
 from streaming.units import bytes_to_int
 
 __all__ = ["JointWriter", "SplitWriter", "Writer"]
@@ -117,11 +119,14 @@ class Writer(ABC):
         self._finished = False
         self._warned_oversize = False
         self.local, self.cloud_writer = open_sink(
-            out, keep_local=keep_local, progress_bar=kwargs.get("progress_bar", False),
-            max_workers=kwargs.get("max_workers"), retry=kwargs.get("retry", 2),
-            exist_ok=kwargs.get("exist_ok", False),
+            out, keep_local=keep_local, max_workers=kwargs.get("max_workers"),
+            retry=kwargs.get("retry", 2), exist_ok=kwargs.get("exist_ok", False),
         )
         self.remote = self.cloud_writer.remote
+        self._bar = open_bar(bool(kwargs.get("progress_bar")) and self.remote is not None,
+                             desc=f"Uploading to {self.remote}")
+        if self._bar is not None:
+            self.cloud_writer.progress = self._bar.update
         self._reset_cache()
 
     @property
@@ -241,12 +246,14 @@ class Writer(ABC):
             raise SinkError()
 
     def _write_index(self) -> None:
-        """Write index.json once every shard file has reached its destination."""
+        """Write index.json once every shard file has reached its destination.
+
+        Raises:
+            SinkError: a shard failed to reach it (then no index is published at all).
+        """
         if self._sizes:
             raise RuntimeError("Internal error: not all samples have been written.")
-        wait = getattr(self.cloud_writer, "wait", None)
-        if wait is not None:
-            wait()  # never publish an index that points at a shard still in flight
+        self.cloud_writer.wait()  # never publish an index that points at a shard in flight
         self._put_file(get_index_basename(), [dump_index(self.shards).encode("utf-8")])
 
     def finish(self) -> None:
@@ -294,6 +301,9 @@ class Writer(ABC):
             self._clean_local()
 
     def _clean_local(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
         if self.remote and not self.keep_local:
             shutil.rmtree(self.local, ignore_errors=True)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.format.index import get_index_basename, parse_index
+from streaming.storage.urls import split_out
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
 from streaming.merge._locate import (
@@ -29,7 +30,6 @@ from streaming.merge._locate import (
     _list_local,
     _open_store,
     _partitions_in,
-    _split_out,
 )
 from streaming.merge._locate import _format_remote_index_files as _format_remote_index_files
 from streaming.merge._locate import _not_merged_index as _not_merged_index
@@ -84,7 +84,7 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
         logger.warning("Either index_file_urls or out are None. Need to specify both "
                        "`index_file_urls` and `out`. No index merged")
         return report
-    local, remote = _split_out(out)
+    local, remote = split_out(out)
     urls = list(OrderedDict.fromkeys(
         (u[0].rstrip("/").strip(), u[1].rstrip("/").strip()) if isinstance(u, (tuple, list))
         else u.rstrip("/").strip() for u in index_file_urls))
@@ -143,7 +143,7 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60) 
     if not out:
         logger.warning("No MDS dataset folder specified, no index merged")
         return MergeReport()
-    local, remote = _split_out(out)
+    local, remote = split_out(out)
     listings = {"local": _list_local(local) if local else [],
                 "remote": _open_store(remote).list() if remote else []}
     found: dict[str, IndexSource] = {}

@@ -14,12 +14,9 @@ from pathlib import Path
 from typing import Any, Union
 
 from streaming.format.index import get_index_basename
+from streaming.storage.registry import scheme_of
 
 IndexSource = Union[str, "tuple[str, str]"]
-_BAD_OUT = (
-    "Invalid `out` argument. It is either a string of local/remote directory or a list of two "
-    "strings with [local, remote]."
-)
 
 
 # ---- reference helpers (kept for the reference's import paths and tests) -------------------
@@ -49,16 +46,7 @@ def _format_remote_index_files(remote: str, files: list[str]) -> list[str]:
 
 
 def _has_scheme(path: str) -> bool:
-    return bool(urllib.parse.urlparse(path).scheme)
-
-
-def _split_out(out: Any) -> tuple[str | None, str | None]:
-    """``(local dir or None, remote URL/dir or None)`` of an `out` argument."""
-    if isinstance(out, str):
-        return (None, out.rstrip("/")) if _has_scheme(out) else (out, None)
-    if isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(p, str) for p in out):
-        return out[0], out[1].rstrip("/") or None
-    raise ValueError(_BAD_OUT)
+    return bool(scheme_of(path))
 
 
 def _url_dir(url: str) -> str:

@@ -2,7 +2,7 @@
 
 `open_store(url, **options)` resolves the scheme through `registry` and imports the backend on
 first use; `transfer.fetch` / `read` / `push` add retries, deadlines, temp-file + rename and
-checks; `sink.RemoteSink` uploads a writer's files; `testing` starts throwaway S3 servers.
+checks; `sink.Sink` sends a writer's finished files onward; `testing` starts throwaway S3 servers.
 Nothing here knows about shards, caches or torch.
 """
 

@@ -8,11 +8,11 @@ so a missing optional SDK only matters to the scheme that needs it.
 from __future__ import annotations
 
 import importlib
-import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from streaming.errors import MissingDependencyError
+from streaming.storage.urls import scheme_of
 
 if TYPE_CHECKING:
     from streaming.storage.base import Store
@@ -50,11 +50,6 @@ def get_store_spec(scheme: str) -> StoreSpec | None:
 def registered_schemes() -> list[str]:
     """Every scheme `open_store` accepts; ``""`` means a plain local path."""
     return sorted(_STORES)
-
-
-def scheme_of(url: str) -> str:
-    """The URL's scheme in lower case, ``""`` for a plain path."""
-    return urllib.parse.urlsplit(url).scheme.lower()
 
 
 def _load(scheme: str, spec: StoreSpec) -> Callable[..., Store]:

@@ -1,102 +1,203 @@
-"""`RemoteSink`: the writer's output sink for URL remotes (`streaming.format.sink` protocol).
+"""Where a writer's finished files go: a local directory, and optionally a copy elsewhere.
 
-Each finished file is uploaded by a background thread as soon as the writer hands it over, with
-`retry` attempts through `transfer.push`, and deleted locally afterwards unless `keep_local`.
-An ``index.json`` is only sent once every file handed over before it has landed, so a crash
-mid-write never leaves a remote index that points at missing shards.
+A writer always writes into a local directory (`open_sink` resolves its `out` into that
+directory and a `Sink`). Each finished file handed to `Sink.put` is sent in the background to
+the destination store (another local directory is a `LocalStore`; URLs any writable store) with
+`transfer.push`'s retries, and deleted locally afterwards unless `keep_local`. The sink knows
+nothing about datasets: what must land before what (the index after its shards) is the caller's
+to order with `wait()`. Bytes sent are reported through an optional `progress(n)` callback.
+
+- ``put(local_path, relpath)``: a finished file, sent in the background.
+- ``wait()``: block until every put so far has landed; raise `SinkError` if any failed.
+- ``finish()``: wait, then release the threads. ``abort()``: cancel what has not started.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
+import tempfile
 import threading
-from concurrent.futures import wait as wait_futures
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from streaming.format.sink import LocalSink
-from streaming.storage.registry import open_store, scheme_of, get_store_spec
+from streaming.storage.base import Store
+from streaming.storage.registry import get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import push
+from streaming.storage.urls import split_out
 
-__all__ = ["RemoteSink"]
+__all__ = ["Sink", "SinkError", "open_sink"]
 
-_INDEX_BASENAME = "index.json"
+logger = logging.getLogger(__name__)
+
+_THREAD_FAILED = "One of the threads failed. Check other traceback for more details."
 
 
-class RemoteSink(LocalSink):
-    """Uploads a writer's finished files to a store in the background.
+class SinkError(Exception):
+    """A background put failed; the message is the reference's, the cause is chained."""
+
+    def __init__(self) -> None:
+        super().__init__(_THREAD_FAILED)
+
+
+class Sink:
+    """Sends a writer's finished files from `local` to `remote` in the background.
 
     Args:
-        local: the directory the writer writes into.
-        remote: the destination URL (any scheme `open_store` knows that supports writes).
-        keep_local: keep each local file after it has been uploaded.
-        progress_bar: draw one tqdm bar of uploaded bytes (the reference's writer option).
-        max_workers: upload threads (ThreadPoolExecutor's default when None).
+        local: the directory the writer writes into (must exist).
+        remote: where to copy finished files: a URL, another local directory, or None to keep
+            them only in `local`.
+        keep_local: with a remote, keep each local file after it was sent.
+        max_workers: transfer threads (ThreadPoolExecutor's default when None).
         retry: attempts per file.
-        exist_ok: accepted for the reference's signature; `open_sink` applies it to `local`.
+        progress: called with the bytes of each file once it landed.
         store_options: passed to `open_store` for the remote.
 
     Raises:
-        ValueError: ``Invalid Cloud provider prefix: <scheme>.`` for an unknown scheme.
+        ValueError: ``Invalid Cloud provider prefix: <scheme>.`` for an unknown scheme, or a
+            read-only remote.
     """
 
-    def __init__(self, local: str, remote: str, *, keep_local: bool = False,
-                 progress_bar: bool = False, max_workers: int | None = None, retry: int = 2,
-                 exist_ok: bool = False, **store_options: Any) -> None:
-        if get_store_spec(scheme_of(remote)) is None:
-            raise ValueError(f"Invalid Cloud provider prefix: {scheme_of(remote)}.")
-        super().__init__(local, None, keep_local=keep_local, progress_bar=progress_bar,
-                         max_workers=max_workers, retry=retry)
-        self.remote = remote
-        self.store = open_store(remote, **store_options)
-        if not self.store.supports_writes:
-            raise ValueError(f"Cannot write to {remote}: {type(self.store).__name__} is "
-                             "read-only")
-        self._bar: Any = None
-        self._bar_lock = threading.Lock()
+    def __init__(self, local: str, remote: str | None = None, *, keep_local: bool = False,
+                 max_workers: int | None = None, retry: int = 2,
+                 progress: Callable[[int], None] | None = None, **store_options: Any) -> None:
+        self.local = local
+        self.remote = _destination(local, remote)
+        self.keep_local = keep_local
+        self.retry = max(1, int(retry))
+        self.progress = progress
+        self.store: Store | None = None
+        if self.remote is not None:
+            if get_store_spec(scheme_of(self.remote)) is None:
+                raise ValueError(f"Invalid Cloud provider prefix: {scheme_of(self.remote)}.")
+            self.store = open_store(self.remote, **store_options)
+            if not self.store.supports_writes:
+                raise ValueError(f"Cannot write to {self.remote}: {type(self.store).__name__} "
+                                 "is read-only")
+        self._max_workers = max_workers
+        self._executor: ThreadPoolExecutor | None = None
+        self._futures: list[Future[None]] = []
+        self._error: BaseException | None = None
+        self._failed = threading.Event()
+
+    @property
+    def failed(self) -> bool:
+        """Whether any put has failed so far (cheap: a flag set by the failing thread)."""
+        return self._failed.is_set()
+
+    @property
+    def executor(self) -> ThreadPoolExecutor | None:
+        return self._executor
 
     def put(self, local_path: str, relpath: str) -> None:
-        """Queue `local_path` for upload as `relpath`; an index waits for everything before it."""
-        if os.path.basename(relpath) == _INDEX_BASENAME:
-            wait_futures(list(self._futures))
-            if self.failed:
-                return  # never publish an index over a dataset with a missing shard
-        self._count(os.path.getsize(local_path), total=True)
-        super().put(local_path, relpath)
+        """Send `local_path` as `relpath` of the remote, in the background (no-op without one)."""
+        if self.store is None:
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._max_workers, "shardstream-sink")
+        self._futures.append(self._executor.submit(self._send, local_path, relpath))
 
     def _send(self, local_path: str, relpath: str) -> None:
-        result = push(self.store, local_path, relpath.replace(os.sep, "/"), retries=self.retry)
-        self._count(result.bytes)
+        assert self.store is not None  # put() only submits with a remote
+        try:
+            result = push(self.store, local_path, relpath.replace(os.sep, "/"),
+                          retries=self.retry)
+        except BaseException:
+            self._failed.set()
+            raise
+        if self.progress is not None:
+            self.progress(result.bytes)
         if not self.keep_local:
             os.remove(local_path)
 
-    def _count(self, nbytes: int, total: bool = False) -> None:
-        """Advance (or, with `total`, extend) the optional progress bar."""
-        if not self.progress_bar:
-            return
-        with self._bar_lock:
-            if self._bar is None:
-                from tqdm import tqdm
+    def wait(self) -> None:
+        """Block until every put so far has landed.
 
-                self._bar = tqdm(total=0, unit="B", unit_scale=True,
-                                 desc=f"Uploading to {self.remote}")
-            if total:
-                self._bar.total += nbytes
-                self._bar.refresh()
-            else:
-                self._bar.update(nbytes)
+        Raises:
+            SinkError: a put failed (the first failure is chained); the sink stays usable.
+        """
+        futures, self._futures = self._futures, []
+        for future in futures:
+            error = future.exception()
+            if error is not None and self._error is None:
+                logger.error("Sending a file to %s failed: %s", self.remote, error)
+                self._error = error
+        if self._error is not None:
+            raise SinkError() from self._error
 
     def finish(self) -> None:
+        """`wait`, then release the threads."""
         try:
-            super().finish()
+            self.wait()
         finally:
-            self._close_bar()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
 
     def abort(self) -> None:
-        super().abort()
-        self._close_bar()
+        """Cancel what has not started; never raises."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+        self._futures = []
 
-    def _close_bar(self) -> None:
-        with self._bar_lock:
-            if self._bar is not None:
-                self._bar.close()
-                self._bar = None
+
+def _destination(local: str, remote: str | None) -> str | None:
+    """`remote`, unless it is `local` itself (copying a directory onto itself risks deleting
+    it)."""
+    if remote is None or scheme_of(remote) not in ("", "file"):
+        return remote
+    if os.path.realpath(os.path.expanduser(remote)) == os.path.realpath(local):
+        return None
+    return remote
+
+
+def _prepare_local(local: str, exist_ok: bool) -> None:
+    """Apply the reference's `exist_ok` rules to the local directory, then create it."""
+    if os.path.exists(local):
+        if exist_ok:
+            logger.warning(
+                "Directory %s exists and is not empty; exist_ok is set to True so will remove "
+                "contents.", local
+            )
+            shutil.rmtree(local)
+        elif os.listdir(local):
+            raise FileExistsError(f"Directory is not empty: {local}")
+    os.makedirs(local, exist_ok=True)
+
+
+def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = None,
+              retry: int = 2, exist_ok: bool = False,
+              progress: Callable[[int], None] | None = None) -> tuple[str, Sink]:
+    """Resolve a writer's `out` into the local directory to write and the sink to hand files to.
+
+    Args:
+        out: a local directory, a remote URL (a temp directory becomes the local side), or a
+            ``(local, remote)`` pair (see `streaming.storage.urls.split_out`).
+        keep_local: with a remote, keep local copies after they are sent.
+        max_workers: background transfer threads.
+        retry: attempts per file.
+        exist_ok: delete an existing local directory first instead of refusing a non-empty one.
+        progress: called with the bytes of each file once it landed.
+
+    Raises:
+        ValueError: `out` has the wrong shape, or names an unknown or read-only remote.
+        FileExistsError: ``Directory is not empty: <dir>`` when not `exist_ok`.
+    """
+    local, remote = split_out(out)
+    if local is None:
+        local = created = tempfile.mkdtemp()
+    else:
+        local = os.path.expanduser(local)
+        created = None if os.path.exists(local) else local
+        _prepare_local(local, exist_ok)
+    try:
+        sink = Sink(local, remote, keep_local=keep_local, max_workers=max_workers, retry=retry,
+                    progress=progress)
+    except BaseException:
+        if created:  # leave no directory behind that only this failed call made
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+    return local, sink

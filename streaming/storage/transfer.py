@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 from streaming.errors import HashMismatchError, StreamingError
+from streaming.hashing import hash_file
 from streaming.storage.base import ProgressFn, Store, temp_name_for
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
@@ -102,12 +103,6 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _digest(algo: str, path: str) -> str:
-    from streaming.format.hashing import hash_file  # the digest names live with the format
-
-    return hash_file(algo, path)
-
-
 def _within(timeout: float | None, call: Callable[[], T], what: str,
             abandoned: Callable[[], None] = lambda: None) -> T:
     """`call()`, or `TimeoutError` once `timeout` seconds pass, even if it is blocked.
@@ -169,7 +164,7 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
                 f"Downloaded {count} bytes of {store.url_for(remote_path)}, expected "
                 f"{expected_size}")
         if hash_algo and expected_hash is not None:
-            actual = _digest(hash_algo, tmp)
+            actual = hash_file(hash_algo, tmp)
             if actual != expected_hash:
                 raise HashMismatchError(
                     f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, the "
@@ -197,7 +192,7 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
         local_path: the destination file.
         retries: total attempts (the reference's `download_retry`), at least 1.
         timeout: seconds allowed per attempt; None or 0 for no limit.
-        hash_algo: a `streaming.format.hashing` algorithm name to verify with.
+        hash_algo: a `streaming.hashing` algorithm name to verify with.
         expected_hash: the hex digest the file must have under `hash_algo`.
         expected_size: the byte count the file must have.
         progress: called with byte increments as data arrives (restarts count on a retry).

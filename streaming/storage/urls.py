@@ -7,14 +7,41 @@ none of the optional cloud libraries installed.
 from __future__ import annotations
 
 import urllib.parse
-from typing import Literal
+from typing import Any, Literal
 
 from streaming.storage.base import split_url
 
-__all__ = ["Layout", "parse_azure_url", "parse_sftp_url", "parse_hf_url", "parse_oci_url",
-           "parse_dbfs_url", "UC_PREFIX"]
+__all__ = ["BAD_OUT", "Layout", "parse_azure_url", "parse_sftp_url", "parse_hf_url",
+           "parse_oci_url", "parse_dbfs_url", "scheme_of", "split_out", "UC_PREFIX"]
 
 Layout = Literal["account", "container"]
+
+BAD_OUT = (
+    "Invalid `out` argument. It is either a string of local/remote directory or a list of two "
+    "strings with [local, remote]."
+)
+
+
+def scheme_of(url: str) -> str:
+    """The URL's scheme in lower case, ``""`` for a plain path (the one way we ask)."""
+    return urllib.parse.urlsplit(url).scheme.lower()
+
+
+def split_out(out: Any) -> tuple[str | None, str | None]:
+    """``(local directory or None, remote URL/directory or None)`` of a writer's `out`.
+
+    The one parser of the reference's `out` argument (writers, converters, merges): a string
+    with a scheme is a remote (a temp directory will be the local side), a plain string is a
+    local directory, and a ``(local, remote)`` pair is both (an empty remote means none).
+
+    Raises:
+        ValueError: the reference's message for any other shape.
+    """
+    if isinstance(out, str):
+        return (None, out.rstrip("/")) if scheme_of(out) else (out, None)
+    if isinstance(out, (tuple, list)) and len(out) == 2 and all(isinstance(p, str) for p in out):
+        return out[0], out[1].rstrip("/") or None
+    raise ValueError(BAD_OUT)
 
 
 def parse_azure_url(url: str, layout: Layout | None = None,

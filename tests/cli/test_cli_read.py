@@ -55,7 +55,7 @@ def test_validate_passes_then_names_the_broken_shard_and_sample(cli: Callable, d
     packed = compress("zstd", bytes(raw))
     with open(path, "wb") as file:
         file.write(packed)
-    from streaming.format.hashing import get_hash
+    from streaming.hashing import get_hash
 
     first["zip_data"].update(bytes=len(packed), hashes={a: get_hash(a, packed)
                                                         for a in ("sha1", "xxh64")})

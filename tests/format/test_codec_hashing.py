@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import streaming.base.hashing as ref_path
-from streaming.format import hashing
+from streaming import hashing
 
 NAMES = {
     "blake2b", "blake2s", "md5", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3_224",

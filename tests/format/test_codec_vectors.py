@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import codec_cases as cases
-from streaming.format import compression, hashing
+from streaming import hashing
+from streaming.format import compression
 from streaming.format.encodings import mds_decode, mds_encode
 
 with open(os.path.join(os.path.dirname(__file__), "data", "codec_vectors.json")) as _f:

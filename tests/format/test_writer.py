@@ -12,7 +12,7 @@ import pytest
 from streaming.format import JSONWriter
 from streaming.format import MDSWriter, load_readers
 from streaming.format.compression import decompress
-from streaming.format.sink import LocalSink, SinkError, open_sink
+from streaming.storage.sink import Sink, SinkError, open_sink
 
 COLUMNS = {"id": "int", "text": "str"}
 
@@ -159,16 +159,6 @@ def test_remote_same_as_local_is_kept(tmp_path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["index.json", "shard.00000.mds"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("streaming.storage.sink") is not None,
-                    reason="the storage layer provides remote sinks")
-def test_url_remote_without_storage_layer(tmp_path) -> None:
-    with pytest.raises(NotImplementedError, match="requires the storage layer"):
-        MDSWriter(columns=COLUMNS, out="s3://bucket/path")
-    with pytest.raises(NotImplementedError):
-        MDSWriter(columns=COLUMNS, out=(str(tmp_path / "x"), "gs://bucket/path"))
-    assert not (tmp_path / "x").exists()
-
-
 def test_exception_in_body_keeps_only_complete_shards(tmp_path) -> None:
     with pytest.raises(RuntimeError, match="boom"):
         with MDSWriter(columns=COLUMNS, out=str(tmp_path), size_limit=300) as writer:
@@ -225,7 +215,7 @@ def test_oversize_sample_quirk_and_warning(tmp_path) -> None:
 def test_local_sink_failure_is_reported(tmp_path) -> None:
     remote = tmp_path / "remote"
     local, sink = open_sink((str(tmp_path / "local"), str(remote)))
-    assert isinstance(sink, LocalSink) and not sink.failed
+    assert isinstance(sink, Sink) and sink.remote == str(remote) and not sink.failed
     sink.put(str(tmp_path / "local" / "missing.bin"), "missing.bin")
     with pytest.raises(SinkError, match="One of the threads failed. Check other traceback"):
         sink.finish()
@@ -239,8 +229,6 @@ def test_json_writer_uses_shared_base(tmp_path) -> None:
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("streaming.storage.sink") is None,
-                    reason="needs the storage layer")
 def test_unknown_scheme_is_rejected(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"^Invalid Cloud provider prefix: foo\.$"):
         MDSWriter(columns=COLUMNS, out=(str(tmp_path / "x"), "foo://bucket/path"))

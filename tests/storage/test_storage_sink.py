@@ -1,4 +1,4 @@
-"""`RemoteSink`: background uploads, local clean-up, failure reporting, index last."""
+"""`Sink`: background uploads, local clean-up, failure reporting; the writer sends its index last."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from streaming.format.sink import SinkError, open_sink
+from streaming import MDSWriter
 from streaming.storage import open_store
-from streaming.storage.sink import RemoteSink
+from streaming.storage.sink import Sink, SinkError, open_sink
 from streaming.storage.transfer import TransferError
 from tests.storage import recording
 from tests.storage.servers import Server
@@ -32,37 +32,37 @@ def _write(directory: Any, name: str, data: bytes) -> str:
 
 def test_uploads_run_in_background_and_delete_locals(tmp_path: Any) -> None:
     recording.DELAYS.update({"shard.00000.mds": 0.3, "shard.00001.mds": 0.3})
-    sink = RemoteSink(str(tmp_path), "recording://sink-a/out", keep_local=False, max_workers=2)
+    sink = Sink(str(tmp_path), "recording://sink-a/out", keep_local=False, max_workers=2)
     started = time.monotonic()
     for i in range(2):
         sink.put(_write(tmp_path, f"shard.0000{i}.mds", b"x" * 10), f"shard.0000{i}.mds")
     assert time.monotonic() - started < 0.2  # put returned before the slow uploads finished
-    sink.put(_write(tmp_path, "index.json", b"{}"), "index.json")
     sink.finish()
-    assert recording.EVENTS[-1] == "index.json"
-    assert sorted(recording.EVENTS[:2]) == ["shard.00000.mds", "shard.00001.mds"]
+    assert sorted(recording.EVENTS) == ["shard.00000.mds", "shard.00001.mds"]
     assert os.listdir(tmp_path) == []
     store = open_store("recording://sink-a/out")
-    assert store.list() == ["index.json", "shard.00000.mds", "shard.00001.mds"]
+    assert store.list() == ["shard.00000.mds", "shard.00001.mds"]
 
 
-def test_index_waits_for_every_earlier_file(tmp_path: Any) -> None:
+def test_the_writer_sends_its_index_after_every_shard(tmp_path: Any) -> None:
     recording.DELAYS["shard.00000.mds"] = 0.4  # slowest file handed over first
-    sink = RemoteSink(str(tmp_path), "recording://sink-b", keep_local=True, max_workers=4)
-    sink.put(_write(tmp_path, "shard.00000.mds", b"a"), "shard.00000.mds")
-    sink.put(_write(tmp_path, "shard.00001.mds", b"b"), "shard.00001.mds")
-    sink.put(_write(tmp_path, "index.json", b"{}"), "index.json")
-    sink.finish()
+    seen: list[int] = []
+    with MDSWriter(columns={"v": "int"}, out=(str(tmp_path / "local"), "recording://sink-b"),
+                   keep_local=True, max_workers=4, size_limit=64) as writer:
+        writer.cloud_writer.progress = seen.append
+        for i in range(20):
+            writer.write({"v": i})
     assert recording.EVENTS[-1] == "index.json"
-    assert sorted(os.listdir(tmp_path)) == ["index.json", "shard.00000.mds", "shard.00001.mds"]
+    assert "shard.00000.mds" in recording.EVENTS and len(recording.EVENTS) > 3
+    assert sum(seen) == sum(os.path.getsize(tmp_path / "local" / name)
+                            for name in os.listdir(tmp_path / "local"))
 
 
-def test_failed_upload_raises_reference_error_and_skips_index(tmp_path: Any) -> None:
+def test_failed_upload_raises_reference_error(tmp_path: Any) -> None:
     recording.FAILURES["shard.00001.mds"] = ConnectionResetError
-    sink = RemoteSink(str(tmp_path), "recording://sink-c", retry=2)
+    sink = Sink(str(tmp_path), "recording://sink-c", retry=2)
     sink.put(_write(tmp_path, "shard.00000.mds", b"a"), "shard.00000.mds")
     sink.put(_write(tmp_path, "shard.00001.mds", b"b"), "shard.00001.mds")
-    sink.put(_write(tmp_path, "index.json", b"{}"), "index.json")
     with pytest.raises(Exception, match="One of the threads failed") as info:
         sink.finish()
     assert isinstance(info.value, SinkError)
@@ -71,13 +71,12 @@ def test_failed_upload_raises_reference_error_and_skips_index(tmp_path: Any) -> 
     assert isinstance(info.value.__cause__.__cause__, ConnectionResetError)
     assert sink.failed
     assert recording.ATTEMPTS["shard.00001.mds"] == 2
-    assert "index.json" not in recording.EVENTS
     assert os.path.exists(tmp_path / "shard.00001.mds")  # a failed file keeps its local copy
 
 
 def test_denied_upload_is_not_retried(tmp_path: Any) -> None:
     recording.FAILURES["shard.00000.mds"] = PermissionError
-    sink = RemoteSink(str(tmp_path), "recording://sink-d", retry=5)
+    sink = Sink(str(tmp_path), "recording://sink-d", retry=5)
     sink.put(_write(tmp_path, "shard.00000.mds", b"a"), "shard.00000.mds")
     with pytest.raises(SinkError):
         sink.wait()
@@ -87,12 +86,12 @@ def test_denied_upload_is_not_retried(tmp_path: Any) -> None:
 
 def test_unknown_scheme_is_the_reference_error(tmp_path: Any) -> None:
     with pytest.raises(ValueError, match=r"Invalid Cloud provider prefix: nosuch\."):
-        RemoteSink(str(tmp_path), "nosuch://bucket/x")
+        Sink(str(tmp_path), "nosuch://bucket/x")
 
 
 def test_read_only_store_is_refused(tmp_path: Any, http_server: Server) -> None:
     with pytest.raises(ValueError, match="read-only"):
-        RemoteSink(str(tmp_path), http_server.fresh_url())
+        Sink(str(tmp_path), http_server.fresh_url())
 
 
 def test_open_sink_uses_remote_sink_against_s3(moto_server: Server, tmp_path: Any,
@@ -100,7 +99,7 @@ def test_open_sink_uses_remote_sink_against_s3(moto_server: Server, tmp_path: An
     root = moto_server.fresh_url()
     monkeypatch.setenv("S3_ENDPOINT_URL", moto_server.endpoint)  # the reference's variable
     local, sink = open_sink((str(tmp_path / "local"), root), keep_local=False, max_workers=2)
-    assert isinstance(sink, RemoteSink)
+    assert isinstance(sink, Sink) and sink.remote == root
     for i in range(3):
         sink.put(_write(local, f"shard.{i:05}.mds", bytes([i]) * 1000), f"shard.{i:05}.mds")
     sink.wait()
@@ -117,7 +116,7 @@ def test_canned_acl_is_sent_on_upload(moto_server: Server, tmp_path: Any,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("S3_CANNED_ACL", "public-read")
     root = moto_server.fresh_url()
-    sink = RemoteSink(str(tmp_path), root, keep_local=True, **moto_server.options)
+    sink = Sink(str(tmp_path), root, keep_local=True, **moto_server.options)
     sink.put(_write(tmp_path, "a.bin", b"a"), "a.bin")
     sink.finish()
     key = root.split("/", 3)[3] + "/a.bin"

@@ -143,6 +143,6 @@ def test_failed_upload_fails_the_writer_and_publishes_no_index(moto_server: Serv
 
 
 def test_local_folder_remote_still_works(tmp_path: Any) -> None:
-    """The plain-directory remote is not a URL: `LocalSink` copies, no storage layer needed."""
+    """A plain-directory remote is not a URL: the sink copies through a `LocalStore`."""
     write_local((str(tmp_path / "local"), str(tmp_path / "remote")), 120, size_limit=6_000)
     assert _streamed_ids(str(tmp_path / "remote"), tmp_path / "cache") == list(range(120))

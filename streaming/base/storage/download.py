@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import urllib.parse
 from typing import Any, ClassVar
 
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
@@ -97,7 +96,7 @@ class CloudDownloader:
         self._download_file_impl(remote, local, timeout)
 
     def _validate_remote_path(self, remote: str) -> None:
-        actual = urllib.parse.urlparse(remote).scheme
+        actual = scheme_of(remote)
         if actual != self._client_identifier():
             raise ValueError(
                 f"Expected remote path to start with url scheme of `{actual}`, got {remote}."

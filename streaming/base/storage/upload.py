@@ -11,14 +11,14 @@ import logging
 import os
 import sys
 import tempfile
-import urllib.parse
 from enum import Enum
 from typing import Any, ClassVar
 
 from streaming.base.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.base import join_key, split_url
-from streaming.storage.registry import open_store
+from streaming.storage.registry import open_store, scheme_of
 from streaming.storage.transfer import push
+from streaming.storage.urls import split_out
 
 __all__ = [
     "CloudUploader",
@@ -53,12 +53,6 @@ UPLOADERS = {
     "alipan": "AlipanUploader",
     "": "LocalUploader",
 }
-
-_BAD_OUT = (
-    "Invalid `out` argument. It is either a string of local/remote directory or a list "
-    "of two strings with [local, remote]."
-)
-
 
 class GCSAuthentication(Enum):
     HMAC = 1
@@ -99,7 +93,7 @@ class CloudUploader:
         """The uploader class for `out`'s scheme, instantiated."""
         _validate_out(out)
         remote = _remote_of(out) or ""
-        prefix = urllib.parse.urlparse(remote).scheme
+        prefix = scheme_of(remote)
         if prefix == "dbfs" and remote.startswith("dbfs:/Volumes"):
             prefix = "dbfs:/Volumes"
         uploader = getattr(sys.modules[__name__], UPLOADERS[prefix])
@@ -120,13 +114,8 @@ class CloudUploader:
         self.keep_local = keep_local
         self.progress_bar = progress_bar
         self.retry = retry
-        if isinstance(out, str):
-            if urllib.parse.urlparse(out).scheme:
-                self.local, self.remote = tempfile.mkdtemp(), out
-            else:
-                self.local, self.remote = out, None
-        else:
-            self.local, self.remote = out[0], out[1]
+        local, self.remote = split_out(out)
+        self.local = local if local is not None else tempfile.mkdtemp()
         if os.path.exists(self.local) and os.listdir(self.local):
             if not exist_ok:
                 raise FileExistsError(f"Directory is not empty: {self.local}")
@@ -164,13 +153,10 @@ class CloudUploader:
 
 
 def _validate_out(out: Any) -> None:
-    if isinstance(out, str):
-        remote = out
-    else:
-        if len(out) != 2:
-            raise ValueError(_BAD_OUT)
-        remote = out[1]
-    scheme = urllib.parse.urlparse(remote).scheme if isinstance(remote, str) else None
+    if isinstance(out, (tuple, list)) and len(out) == 2 and not isinstance(out[1], str):
+        raise ValueError(f"Invalid Cloud provider prefix: {out[1]}.")  # the reference's order
+    local, remote = split_out(out)  # the reference's message for a malformed `out`
+    scheme = scheme_of(remote if remote is not None else local or "")
     if scheme not in UPLOADERS:
         raise ValueError(f"Invalid Cloud provider prefix: {scheme}.")
 

@@ -1,4 +1,7 @@
-"""File digests (bytes -> lower-case hex) under the reference's 17 algorithm names.
+"""File digests (bytes -> lower-case hex) under the reference's 17 algorithm names. A leaf.
+
+Writers record digests, transfers and the cache verify them, the CLI checks them: every room uses
+this module, so it imports nothing of ours but `streaming.errors`.
 
 `get_hashes` / `is_hash` / `get_hash` keep the reference's exact set: 12 hashlib algorithms and 5
 from xxhash (imported on first use). `new_hasher` and `hash_file` are extras that hash
