@@ -12,7 +12,10 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── HashMismatchError (ValueError)       a file's digest differs from the index ("Checksum failure")
     ├── UnsafeTypeError (ValueError)         a pickle column without allow_unsafe_types=True
     ├── MissingDependencyError (ImportError) an optional package is needed; says what to install
-    └── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) hit its deadline
+    ├── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) hit its deadline
+    ├── RemoteUnreachableError (ConnectionError)     a store's server refused or never answered
+    ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
+    └── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
 
 Warnings::
 
@@ -56,6 +59,18 @@ class MissingDependencyError(StreamingError, ImportError):
 
 class CoordinationError(StreamingError, RuntimeError):
     """A wait on other processes of this node ran past its deadline."""
+
+
+class RemoteUnreachableError(StreamingError, ConnectionError):
+    """A store's server could not be reached (connection refused, no route, DNS)."""
+
+
+class ConnectionDroppedError(StreamingError, ConnectionResetError):
+    """A transfer's connection was reset or closed before the body was complete."""
+
+
+class TransferStalledError(StreamingError, TimeoutError):
+    """A transfer received nothing for the stall timeout (a silently dead connection)."""
 
 
 class RemoteUnavailableWarning(UserWarning):

@@ -7,9 +7,9 @@ Kept for user code that imports `streaming.base.util.retry`; our own transfers r
 from __future__ import annotations
 
 import functools
-import random
-import time
 from typing import Any, Callable, TypeVar
+
+from streaming.retries import backoff_pause, call_with_retries
 
 __all__ = ["retry"]
 
@@ -37,15 +37,19 @@ def retry(
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for attempt in range(num_attempts):
+            def call() -> Any:
                 try:
                     return func(*args, **kwargs)
                 except exc_class:  # type: ignore[misc]
                     if clean_up_fn is not None:
-                        clean_up_fn()
-                    if attempt == num_attempts - 1:
-                        raise
-                    time.sleep(initial_backoff * 2**attempt + random.random() * max_jitter)
+                        clean_up_fn()  # after every failed attempt, the last included
+                    raise
+
+            result, _ = call_with_retries(
+                call, attempts=num_attempts,
+                retry_if=lambda err: isinstance(err, exc_class),  # type: ignore[arg-type]
+                pause=backoff_pause(initial_backoff, max_jitter))
+            return result
 
         return wrapper  # type: ignore[return-value]
 

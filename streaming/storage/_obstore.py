@@ -9,20 +9,24 @@ decides how often to try.
 
 from __future__ import annotations
 
+import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator, Literal, TypedDict
+from typing import Any, Iterator, TypedDict
 
 import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
 
+from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
 from streaming.storage._forksafe import forksafe
-from streaming.storage.base import MeteredWriter, ProgressFn, Store
+from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store
 
 __all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings"]
 
-_STREAM_CHUNK = 8 << 20
+_STREAM_CHUNK = IO_CHUNK_BYTES
+_KIND = re.compile(r"\bkind: (\w+)")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -31,7 +35,9 @@ class ClientOptions(TypedDict, total=False):
     connect_timeout: float
     """Seconds to establish a connection (default 10)."""
     read_timeout: float
-    """Seconds a response may stall without data before the attempt fails (default 60)."""
+    """Seconds a response may stall without data before the attempt fails and is retried at
+    once (default `STREAMING_STALL_TIMEOUT` from the environment, else 5: a connection that
+    died silently never errors)."""
     max_retries: int
     """obstore's internal retries per request (default 0: `transfer.fetch` retries instead)."""
     allow_http: bool
@@ -47,11 +53,16 @@ class ClientOptions(TypedDict, total=False):
     """Connections per parallel download (default 4; 1 turns parallel parts off)."""
 
 
+def stall_timeout() -> float:
+    """Seconds without data after which a transfer is deemed dead (read when a store opens)."""
+    return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
+
+
 def client_settings(options: dict[str, Any], *, allow_http: bool = False) -> dict[str, Any]:
     """Split our `ClientOptions` into obstore's ``client_options`` and ``retry_config``."""
     client: dict[str, Any] = {
         "connect_timeout": timedelta(seconds=float(options.pop("connect_timeout", 10))),
-        "read_timeout": timedelta(seconds=float(options.pop("read_timeout", 60))),
+        "read_timeout": timedelta(seconds=float(options.pop("read_timeout", stall_timeout()))),
         # A whole-request cap would cut large objects off; `fetch` bounds each attempt instead.
         "timeout": timedelta(hours=24),
         "allow_http": bool(options.pop("allow_http", allow_http)),
@@ -67,7 +78,7 @@ def parallel_settings(options: dict[str, Any],
                       default_threshold: int = 32 << 20) -> tuple[int, int, int]:
     """``(threshold, part size, parallelism)`` for ranged downloads, popped from `options`."""
     threshold = int(options.pop("parallel_threshold", default_threshold))
-    part = int(options.pop("part_size", 8 << 20))
+    part = int(options.pop("part_size", IO_CHUNK_BYTES))
     workers = int(options.pop("parallelism", 4))
     if part < 1 or workers < 1:
         raise ValueError(f"part_size and parallelism must be positive, got {part}, {workers}")
@@ -88,9 +99,19 @@ class ObstoreBackedStore(Store):
         if options:
             raise TypeError(f"Unknown {type(self).__name__} option(s): {sorted(options)}")
 
-    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+    def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):
             return "denied"
+        if isinstance(err, GenericError):
+            # obstore reports transport failures as a generic error whose debug text carries
+            # the HTTP client's error kind.
+            kinds = set(_KIND.findall(str(err)))
+            if "Timeout" in kinds:
+                return "stalled"
+            if "Connect" in kinds:
+                return "unreachable"
+            if kinds & {"Interrupted", "Body", "Decode"}:
+                return "dropped"
         return super()._classify(err)
 
     @forksafe

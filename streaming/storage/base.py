@@ -1,14 +1,16 @@
 """The `Store` interface every URL scheme implements, plus the small helpers backends share.
 
 A store is rooted at a URL; every path it takes is relative to that root. Backends translate
-their client's errors into `FileNotFoundError` / `PermissionError` naming the full URL (never
-retried) and let everything else through (retried by `streaming.storage.transfer`). Nothing here
-knows about shards, caches or retries.
+their client's errors into ours, naming the full URL: `FileNotFoundError` / `PermissionError`
+(never retried); an unreachable server, a dropped connection or a stalled one (retried at once by
+`streaming.storage.transfer`); everything else passes through (retried with backoff). Nothing
+here knows about shards, caches or retries.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -17,13 +19,19 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import IO, Any, Callable, ClassVar, Iterator, Literal
 
+from streaming.defaults import IO_CHUNK_BYTES
+from streaming.errors import (
+    ConnectionDroppedError,
+    RemoteUnreachableError,
+    StreamingError,
+    TransferStalledError,
+)
+
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
-           "split_url", "join_key", "temp_name_for"]
+           "ErrorKind", "error_detail", "split_url", "join_key", "temp_name_for"]
 
 ProgressFn = Callable[[int], None]
 """Called with the number of bytes just moved (an increment, not a running total)."""
-
-_CHUNK_BYTES = 8 << 20
 
 
 class ObjectNotFoundError(FileNotFoundError):
@@ -108,6 +116,38 @@ class MeteredWriter:
 
     def writable(self) -> bool:
         return True
+
+
+ErrorKind = Literal["missing", "denied", "unreachable", "dropped", "stalled"]
+
+
+def error_detail(err: BaseException) -> str:
+    """The most telling line of a client error (SDK messages append pages of debug text): an OS
+    error message it wraps if there is one (``Connection refused``), else its first line."""
+    text = str(err)
+    found = re.search(r'message: "([^"]+)"', text)
+    if found:
+        return found.group(1)
+    return text.strip().split("\n", 1)[0] or type(err).__name__
+
+
+def _unreachable(url: str, err: BaseException) -> RemoteUnreachableError:
+    return RemoteUnreachableError(f"Could not connect to the server of {url}: {error_detail(err)}")
+
+
+def _dropped(url: str, err: BaseException) -> ConnectionDroppedError:
+    return ConnectionDroppedError(
+        f"The connection was lost while transferring {url}: {error_detail(err)}")
+
+
+def _stalled(url: str, err: BaseException) -> TransferStalledError:
+    return TransferStalledError(f"Nothing arrived for the stall timeout while transferring {url}"
+                                f" (set STREAMING_STALL_TIMEOUT to change it): "
+                                f"{error_detail(err)}")
+
+
+_CONNECTION_ERRORS: dict[str, Callable[[str, BaseException], Exception]] = {
+    "unreachable": _unreachable, "dropped": _dropped, "stalled": _stalled}
 
 
 class Store(ABC):
@@ -202,8 +242,9 @@ class Store(ABC):
         extra = f": {text[:300]}" if text else ""
         return AccessDeniedError(f"Access denied to {self.url_for(path)}{extra}")
 
-    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
-        """Whether a client error means a missing object, refused access, or neither.
+    def _classify(self, err: Exception) -> ErrorKind | None:
+        """What a client error means: a missing object, refused access, a server that cannot be
+        reached, a connection dropped mid-transfer, a stalled one, or something else (None).
 
         Backends override this with their SDK's error types; the default knows the builtins.
         """
@@ -211,14 +252,21 @@ class Store(ABC):
             return "missing"
         if isinstance(err, PermissionError):
             return "denied"
+        if isinstance(err, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+            return "dropped"
+        if isinstance(err, ConnectionError):
+            return "unreachable"
+        if isinstance(err, TimeoutError):
+            return "stalled"
         return None
 
     @contextmanager
     def _errors(self, path: str) -> Iterator[None]:
-        """Turn the client's missing/denied errors for `path` into ours (naming the URL)."""
+        """Turn the client's errors for `path` into ours, each naming the URL: missing and
+        denied (never retried), unreachable, dropped and stalled (retried at once)."""
         try:
             yield
-        except (ObjectNotFoundError, AccessDeniedError):
+        except (ObjectNotFoundError, AccessDeniedError, StreamingError):
             raise
         except Exception as err:
             kind = self._classify(err)
@@ -226,6 +274,8 @@ class Store(ABC):
                 raise self.not_found(path) from None
             if kind == "denied":
                 raise self.denied(path, str(err).split("\n", 1)[0]) from None
+            if kind is not None:
+                raise _CONNECTION_ERRORS[kind](self.url_for(path), err) from err
             raise
 
     def _client(self) -> Any:
@@ -261,7 +311,7 @@ class Store(ABC):
 def copy_chunks(read: Callable[[int], bytes], out: MeteredWriter) -> int:
     """Pump a `read(n)` callable into `out` until it returns nothing; returns bytes copied."""
     total = 0
-    while chunk := read(_CHUNK_BYTES):
+    while chunk := read(IO_CHUNK_BYTES):
         out.write(chunk)
         total += len(chunk)
     return total

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from typing import Any, Callable, TypeVar
 
 from streaming.errors import HashMismatchError, StreamingError
 from streaming.hashing import hash_file
+from streaming.retries import backoff_pause
+from streaming.retries import call_with_retries as retrying
 from streaming.storage.base import ProgressFn, Store, temp_name_for
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
@@ -74,33 +75,44 @@ def is_retryable(err: BaseException) -> bool:
     return isinstance(err, Exception) and not isinstance(err, _FATAL)
 
 
+def _connection_trouble(err: BaseException) -> bool:
+    """Refused, dropped mid-body, stalled, short body: a new connection is the remedy."""
+    return isinstance(err, (ConnectionError, TimeoutError))
+
+
 def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1.0,
                       max_jitter: float = 0.5, what: str = "transfer") -> tuple[T, int]:
     """Run `func` up to `retries` times in total; return its result and the attempts used.
 
-    Sleeps ``backoff * 2**i + uniform(0, max_jitter)`` seconds between attempts, as the
-    reference's `retry` does. A fatal error is re-raised as it is, at once.
+    A fatal error (missing object, refused access, wrong digest...) is re-raised as it is, at
+    once. Connection trouble is retried at once the first time (a dropped or stalled connection
+    usually works again on a new one: waiting would not help), then with the backoff like other
+    transient errors, ``backoff * 2**i + uniform(0, max_jitter)`` seconds as the reference's
+    `retry`, so a server being restarted is still ridden out.
 
     Raises:
         ValueError: ``num_attempts must be at-least 1`` when `retries` < 1 (reference message).
         TransferError: ``<what> failed after N attempts: <last error>`` (a
             `TransferTimeoutError` when the last attempt timed out), chaining the last error.
     """
-    if retries < 1:
-        raise ValueError("num_attempts must be at-least 1")
-    for attempt in range(1, retries + 1):
-        try:
-            return func(), attempt
-        except Exception as err:
-            if not is_retryable(err):
-                raise
-            if attempt == retries:
-                raise _gave_up(what, attempt, err) from err
-            pause = backoff * 2 ** (attempt - 1) + random.uniform(0, max_jitter)
-            logger.warning("%s failed (attempt %d of %d), retrying in %.2f s: %s", what,
-                           attempt, retries, pause, err)
-            time.sleep(pause)
-    raise AssertionError("unreachable")  # pragma: no cover
+    later = backoff_pause(backoff, max_jitter)
+
+    def pause(attempt: int, err: Exception) -> float:
+        if _connection_trouble(err):
+            return 0.0 if attempt == 1 else later(attempt - 1, err)
+        return later(attempt, err)
+
+    def log_retry(attempt: int, err: Exception, seconds: float) -> None:
+        logger.warning("%s failed (attempt %d of %d), retrying in %.2f s: %s", what, attempt,
+                       retries, seconds, _first_line(err))
+
+    try:
+        return retrying(func, attempts=retries, retry_if=is_retryable, pause=pause,
+                        on_retry=log_retry)
+    except Exception as err:
+        if retries < 1 or not is_retryable(err):
+            raise
+        raise _gave_up(what, retries, err) from err
 
 
 def _within(timeout: float | None, call: Callable[[], T], what: str,

@@ -21,8 +21,8 @@ _CHUNK = 64 * 1024
 class Fault:
     """What to do to one connection's server-to-client bytes."""
 
-    kind: str = "pass"  # pass | refuse | drop | latency | throttle | stall
-    after_bytes: int = 0  # drop/stall: bytes forwarded before the fault
+    kind: str = "pass"  # pass | refuse | drop | reset | latency | throttle | stall
+    after_bytes: int = 0  # drop/reset/stall: bytes forwarded before the fault
     delay: float = 0.0  # latency: seconds per chunk; stall: seconds to hold
     rate: float = 0.0  # throttle: bytes per second
 
@@ -105,13 +105,22 @@ class FaultProxy:
                 data = src.recv(_CHUNK)
                 if not data:
                     break
-                if fault.kind in ("drop", "stall") and sent + len(data) > fault.after_bytes:
+                if (fault.kind in ("drop", "reset", "stall")
+                        and sent + len(data) > fault.after_bytes):
                     dst.sendall(data[: max(0, fault.after_bytes - sent)])
                     if down:
                         with self._lock:
                             self.bytes_down += max(0, fault.after_bytes - sent)
                     if fault.kind == "stall":
                         self._closing.wait(fault.delay)
+                    if fault.kind == "reset":  # RST instead of FIN: ECONNRESET mid-body
+                        dst.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+                        # Unblock the other pump's recv on this socket (SHUT_RD sends nothing
+                        # to the peer), so the close below really ends the connection with a
+                        # RST instead of leaving it open while that recv holds it.
+                        dst.shutdown(socket.SHUT_RD)
+                        dst.close()
                     break
                 if fault.kind == "latency":
                     time.sleep(fault.delay)

@@ -109,6 +109,32 @@ def test_connections_cut_mid_body_are_retried(proxied: tuple[str, FaultProxy, in
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault", [Fault("reset", after_bytes=3000),
+                                   Fault("stall", after_bytes=3000, delay=60)],
+                         ids=["reset", "silent-stall"])
+def test_a_dead_connection_mid_body_is_retried_at_once(proxied: tuple[str, FaultProxy, int],
+                                                       fault: Fault, tmp_path: Any,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """One GET dies mid-body, with a reset or silently: the attempt fails at once (reset) or
+    after the stall timeout, and is retried at once, never after the minute-long
+    `download_timeout` (the reference takes 66 s here)."""
+    url, proxy, _ = proxied
+    caplog.set_level(logging.WARNING)
+    with _dataset(url, tmp_path / "cache", download_timeout=60) as dataset:
+        proxy.reset()
+        proxy.queue(fault)
+        proxy.drop_all()
+        started = time.monotonic()
+        assert _epoch(dataset) == list(range(N))
+        elapsed = time.monotonic() - started
+    assert elapsed < 30  # a fraction of the 60 s download_timeout, even on a loaded machine
+    retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert retries and all("retrying in 0.00 s" in m for m in retries[:1])
+    kind = "ConnectionDroppedError" if fault.kind == "reset" else "TransferStalledError"
+    assert kind in retries[0]
+
+
+@pytest.mark.timeout(120)
 def test_stalled_responses_cost_one_attempt_timeout(proxied: tuple[str, FaultProxy, int],
                                                     tmp_path: Any,
                                                     caplog: pytest.LogCaptureFixture) -> None:
