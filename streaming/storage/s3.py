@@ -17,6 +17,7 @@ import obstore
 from obstore.exceptions import GenericError, UnauthenticatedError
 from obstore.store import S3Store as _ObstoreS3
 
+from streaming.errors import RemoteUnreachableError
 from streaming.storage._forksafe import forksafe
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
 from streaming.storage.base import split_url
@@ -163,7 +164,9 @@ class S3Store(ObstoreBackedStore):
             return call(*args, **kwargs)
         try:
             return call(*args, **kwargs)
-        except (UnauthenticatedError, GenericError) as err:
+        # The credential chain failing (e.g. no instance metadata service) surfaces as a
+        # generic error, which the store may already have translated into a connection one.
+        except (UnauthenticatedError, GenericError, RemoteUnreachableError) as err:
             logger.info("No usable AWS credentials for %s (%s); retrying unsigned.", self.url,
                         str(err).split("\n", 1)[0])
             self._config = {**self._config, "skip_signature": True}
