@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from streaming.errors import HashMismatchError, ShardUnavailableError
+from streaming.errors import HashMismatchError, ShardFormatError, ShardUnavailableError
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
 from streaming.hashing import fast_hash_of, get_hash
@@ -107,10 +107,29 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
         data = f.read()
     if not fetched_now:  # fetched files were verified in flight
         _verify(zip_path, src.validate_hash, zip_, data)
-    write_atomic(raw_path, [decompress(files.compression, data)])
+    write_atomic(raw_path, [_decompress(src, files, zip_path, data)])
     if not src.keep_zip:
         os.remove(zip_path)
     return out
+
+
+def _decompress(src: ShardSource, files: ShardFiles, zip_path: str, data: bytes) -> bytes:
+    """The raw bytes of a compressed file, or a `ShardFormatError` naming it.
+
+    A corrupt compressed file that can be fetched again is deleted, so the next attempt
+    downloads a fresh copy; one that is the only copy (no remote) is left alone.
+    """
+    try:
+        return decompress(files.compression, data)
+    except Exception as err:  # each library has its own error types (zstd.Error, OSError...)
+        if isinstance(err, ImportError):
+            raise
+        if src.store is not None:
+            os.remove(zip_path)
+        first = str(err).strip().split("\n", 1)[0]
+        raise ShardFormatError(
+            f"Shard file {zip_path} cannot be decompressed as {files.compression}: "
+            f"{type(err).__name__}: {first}") from err
 
 
 def prepare_shard_files(src: ShardSource, files: ShardFiles) -> PrepareResult:

@@ -239,7 +239,27 @@ class Reader(Array, ABC):
         """
 
     def get_item(self, idx: int) -> dict[str, Any]:
-        return self.decode_sample(self.get_sample_data(idx))
+        """Sample `idx`, decoded.
+
+        Raises:
+            IndexError: `idx` is outside ``[0, samples)``.
+            FileNotFoundError: the raw file is not present locally.
+            ShardFormatError: the sample's bytes cannot be decoded (names the file and sample).
+        """
+        data = self.get_sample_data(idx)
+        try:
+            return self.decode_sample(data)
+        except ShardFormatError:
+            raise
+        except (ValueError, struct.error) as err:  # UnicodeDecodeError, JSONDecodeError, ...
+            raise self.undecodable(idx, err) from err
+
+    def undecodable(self, idx: int, err: BaseException) -> ShardFormatError:
+        """The error for sample `idx` whose bytes do not decode (a corrupt shard file)."""
+        first = str(err).strip().split("\n", 1)[0]
+        return ShardFormatError(
+            f"Sample {idx} of shard file {self._path(self.file_pairs[-1][0])} cannot be "
+            f"decoded: {type(err).__name__}: {first}")
 
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
         """Decode samples ``start..stop-1`` in order (formats override with batched paths)."""
@@ -316,8 +336,8 @@ class SplitReader(Reader):
         """The text of samples ``start..stop-1`` if each is exactly one `newline`-ended line.
 
         Lets a format decode a whole block with a few C-level string operations; returns None
-        (use the per-sample path) when the newline is not a single byte or a sample holds more
-        or less than one line.
+        (use the per-sample path, which names a bad sample) when the newline is not a single
+        byte, a sample holds more or less than one line, or the block is not valid UTF-8.
         """
         state = self._opened()
         offsets = state.offsets[start:stop + 1].astype(np.int64)
@@ -328,7 +348,10 @@ class SplitReader(Reader):
         found = np.flatnonzero(np.frombuffer(region, np.uint8) == mark[0])
         if len(found) != stop - start or (found != offsets[1:] - offsets[0] - 1).any():
             return None
-        return str(region, "utf-8")
+        try:
+            return str(region, "utf-8")
+        except UnicodeDecodeError:
+            return None
 
 
 class _SplitMapped(NamedTuple):

@@ -124,3 +124,21 @@ def test_empty_shard_from_the_oversize_quirk(tmp_path) -> None:
     assert (tmp_path / "shard.00000.json").read_bytes() == b""
     readers = load_readers(str(tmp_path))
     assert list(readers[0]) == [] and readers[1][0] == {"s": "much longer than five bytes"}
+
+
+@pytest.mark.parametrize("damage, kind", [
+    (lambda data: data.replace(b'{"a": 2}', b'{"a": \xff}'), "UnicodeDecodeError"),
+    (lambda data: data.replace(b'{"a": 2}\n{"a": 3}', b'{"a": 2}{"a": 3}\n'), "JSONDecodeError"),
+], ids=["invalid-utf8", "two-records-on-one-line"])
+def test_corrupt_lines_name_the_file_and_sample(tmp_path, damage, kind: str) -> None:
+    with JSONWriter(columns={"a": "int"}, out=str(tmp_path)) as writer:
+        for i in range(5):
+            writer.write({"a": i})
+    path = tmp_path / "shard.00000.json"
+    path.write_bytes(damage(path.read_bytes()))
+    reader = load_readers(str(tmp_path))[0]
+    for read in (lambda: reader.get_item(2), lambda: list(reader)):
+        with pytest.raises(ShardFormatError, match=rf"Sample 2 of shard file .*shard.00000.json "
+                                                   rf"cannot be decoded: {kind}"):
+            read()
+    assert reader.get_item(0) == {"a": 0}  # the rest of the shard still reads

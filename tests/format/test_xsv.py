@@ -105,5 +105,13 @@ def test_wrong_field_count_is_a_format_error(tmp_path) -> None:
     with CSVWriter(columns={"a": "int", "b": "int"}, out=str(tmp_path)) as writer:
         writer.write({"a": 1, "b": 2})
     reader = load_readers(str(tmp_path))[0]
-    with pytest.raises(ShardFormatError, match="has 3 fields, expected 2"):
+    with pytest.raises(ValueError, match="has 3 fields, expected 2"):
         reader.decode_sample(b"1,2,3\n")
+    path = tmp_path / "shard.00000.csv"
+    path.write_bytes(path.read_bytes().replace(b"1,2", b"1;2"))  # same size, one field short
+    reader = load_readers(str(tmp_path))[0]
+    for read in (lambda: reader.get_item(0), lambda: list(reader)):
+        with pytest.raises(ShardFormatError, match=r"Sample 0 of shard file .*shard.00000.csv "
+                                                   r"cannot be decoded: ValueError: the line has "
+                                                   r"1 fields, expected 2"):
+            read()

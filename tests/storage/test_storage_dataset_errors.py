@@ -144,3 +144,29 @@ def test_a_corrupt_download_is_never_trained_on(tmp_path: Any, validate_hash: st
             for _ in dataset:
                 pass
     assert not os.path.exists(tmp_path / "cache" / "shard.00001.mds")  # nothing corrupt cached
+
+
+@pytest.mark.parametrize("compression", ["zstd", "gz", "bz2", "br", "snappy"])
+def test_a_corrupt_compressed_shard_names_its_file(tmp_path: Any, compression: str) -> None:
+    """No digest in the index to catch it: decompression fails, naming the file; the bad copy
+    is deleted from the cache (it can be fetched again), never trained on."""
+    from streaming import MDSWriter
+    from streaming.errors import ShardFormatError
+
+    remote = str(tmp_path / "remote")
+    with MDSWriter(out=remote, columns={"v": "int"}, compression=compression,
+                   size_limit=1 << 10) as writer:
+        for i in range(300):
+            writer.write({"v": i})
+    name = f"shard.00001.mds.{compression}"
+    path = os.path.join(remote, name)
+    data = bytearray(open(path, "rb").read())
+    data[:6] = b"\xff" * 6  # same size: the transfer's size check passes
+    open(path, "wb").write(bytes(data))
+    with StreamingDataset(remote=remote, local=str(tmp_path / "cache"), batch_size=4) as dataset:
+        with pytest.raises(ShardFormatError, match=rf"Shard file .*{name} cannot be "
+                                                   rf"decompressed as {compression}: "):
+            for _ in dataset:
+                pass
+    assert not os.path.exists(tmp_path / "cache" / "shard.00001.mds")
+    assert not os.path.exists(tmp_path / "cache" / name)

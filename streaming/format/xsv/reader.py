@@ -68,11 +68,9 @@ class XSVReader(SplitReader):
         if not self.column_names:
             return []
         fields = line.split(self.separator)
-        if len(fields) != len(self.column_names):
-            raise ShardFormatError(
-                f"A line of shard {self.raw_data.basename} has {len(fields)} fields, expected "
-                f"{len(self.column_names)}."
-            )
+        if len(fields) != len(self.column_names):  # `get_item` names the file and the line
+            raise ValueError(f"the line has {len(fields)} fields, expected "
+                             f"{len(self.column_names)}")
         return fields
 
     def decode_sample(self, data: bytes | memoryview) -> dict[str, Any]:
@@ -91,8 +89,13 @@ class XSVReader(SplitReader):
             if text is None:
                 yield from (self.get_item(idx) for idx in range(begin, end))
                 continue
-            rows = [self._fields(line) for line in text[:-1].split(self.newline)]
-            columns = [list(map(decode, fields)) for decode, fields in zip(decoders, zip(*rows))]
+            try:
+                rows = [self._fields(line) for line in text[:-1].split(self.newline)]
+                columns = [list(map(decode, fields))
+                           for decode, fields in zip(decoders, zip(*rows))]
+            except ValueError:  # a bad line: the per-sample path names it
+                yield from (self.get_item(idx) for idx in range(begin, end))
+                continue
             yield from (dict(zip(names, values)) for values in zip(*columns))
 
 
