@@ -2,18 +2,23 @@
 
 Unlike the reference it never unlinks objects of live processes, so any rank may call it at any
 time with no torch.distributed set-up. Our namespaces go only when every recorded holder is dead
-(with every block carrying their name); the reference's owner-less `NNNNNN_*` blocks only when no
+(with every block carrying their name). Blocks of ours whose namespace has no record here at all
+(orphans: a record lost with a deleted temp dir, a crash between creating and recording) go when
+no live process maps them and they are older than a grace period (a namespace being created
+right now is mapped, and young). The reference's owner-less `NNNNNN_*` blocks go only when no
 other live process maps them (the caller's own are removed, as the reference does; without /proc
-they are left alone). Blocks of a namespace with no record in this state dir are not judged.
+they are left alone).
 """
 
 from __future__ import annotations
 
 import glob
+import logging
 import os
+import time
 
 from streaming.coord.liveness import is_alive, mapped_shm_paths
-from streaming.coord.names import LEGACY_RE
+from streaming.coord.names import LEGACY_RE, namespace_of_block
 from streaming.coord.registry import (
     ensure_state_dir,
     live_holders,
@@ -24,7 +29,13 @@ from streaming.coord.registry import (
 )
 from streaming.coord.shm import SHM_DIR, list_blocks, unlink_block
 
-__all__ = ["clean_stale_shared_memory"]
+__all__ = ["ORPHAN_GRACE", "clean_orphan_blocks", "clean_stale_shared_memory"]
+
+log = logging.getLogger(__name__)
+
+
+#: Seconds an unrecorded block of ours is left alone: it may belong to a namespace being created.
+ORPHAN_GRACE = 60.0
 
 
 def clean_stale_shared_memory() -> list[str]:
@@ -33,7 +44,40 @@ def clean_stale_shared_memory() -> list[str]:
     Returns:
         Shared-memory block names and state-dir file paths that were removed.
     """
-    return _clean_namespaces() + _clean_legacy()
+    removed = _clean_namespaces() + _clean_legacy()
+    if removed:
+        log.warning("Removed %d leftover shared-memory objects and files of dead jobs: %s",
+                    len(removed), ", ".join(removed[:20]) + (" ..." if len(removed) > 20 else ""))
+    return removed
+
+
+def clean_orphan_blocks(state_dir: str, grace: float = ORPHAN_GRACE) -> list[str]:
+    """Unlink blocks of ours whose namespace has no record in `state_dir`, that no live process
+    maps and that are older than `grace` seconds; return their names.
+
+    Call with the state dir's registry lock held, so no namespace of this state dir is between
+    creating a block and recording it. Cheap when there is nothing to remove: /proc is only
+    scanned when some unrecorded block is old enough to be a candidate.
+    """
+    now = time.time()
+    candidates = []
+    for name in list_blocks(f"ss_{os.getuid()}_", os.getuid()):
+        namespace = namespace_of_block(name)
+        if namespace is None or read_record(state_dir, namespace) is not None:
+            continue
+        try:
+            age = now - os.stat(os.path.join(SHM_DIR, name)).st_mtime
+        except OSError:
+            continue
+        if age >= grace:
+            candidates.append(name)
+    if not candidates:
+        return []
+    mapped = mapped_shm_paths()
+    if mapped is None:
+        return []
+    return [name for name in candidates
+            if f"{SHM_DIR}/{name}" not in mapped and unlink_block(name)]
 
 
 def _clean_namespaces() -> list[str]:
@@ -49,6 +93,7 @@ def _clean_namespaces() -> list[str]:
             elif record is not None:
                 removed += reclaim(state_dir, record)
         removed += _clean_state_files(state_dir, live)
+        removed += clean_orphan_blocks(state_dir)
     return removed
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "local_index_path",
     "lock_path",
     "namespace_name",
+    "namespace_of_block",
     "record_path",
     "state_dir_path",
 ]
@@ -97,6 +98,15 @@ def block_name(namespace: str, obj: str) -> str:
     if not _OBJECT_RE.match(obj):
         raise ValueError(f"Invalid shared object name {obj!r}: use [a-z0-9_], at most 64 chars")
     return f"{namespace}_{obj}"
+
+
+_BLOCK_RE = re.compile(r"^(ss_\d+_[0-9a-f]{16})_[a-z0-9][a-z0-9_]{0,63}$")
+
+
+def namespace_of_block(name: str) -> str | None:
+    """The namespace a block name of ours belongs to, or None if it is not one of ours."""
+    found = _BLOCK_RE.match(name)
+    return found.group(1) if found else None
 
 
 def state_dir_path(tmp: str, uid: int) -> str:

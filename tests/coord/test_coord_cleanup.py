@@ -109,3 +109,50 @@ def test_reference_style_blocks_of_the_calling_process_are_removed() -> None:
     finally:
         block.close()
         unlink_block(name)
+
+
+def _orphan(age: float) -> str:
+    """An unrecorded block of ours, last modified `age` seconds ago, mapped by nobody."""
+    name = f"ss_{os.getuid()}_{os.urandom(8).hex()}_plan"
+    ShmBlock.create(name, 16).close()
+    then = time.time() - age
+    os.utime(f"/dev/shm/{name}", (then, then))
+    return name
+
+
+def _mapped_orphan_in_child(name: str, conn) -> None:
+    block = ShmBlock.attach(name)
+    conn.send("ready")
+    time.sleep(60)
+    block.close()
+
+
+def test_orphan_blocks_without_a_record_are_removed(coord_tmp: str) -> None:
+    """Blocks of ours whose record is gone (a deleted temp dir, a crash) are removed by
+    `streaming clean`, unless young (maybe being created) or mapped by a live process."""
+    old, young, held = _orphan(3600), _orphan(1), _orphan(3600)
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=_mapped_orphan_in_child, args=(held, there))
+    proc.start()
+    try:
+        assert here.poll(20)
+        here.recv()
+        removed = clean_stale_shared_memory()
+        assert old in removed and young not in removed and held not in removed
+        assert not block_exists(old) and block_exists(young) and block_exists(held)
+    finally:
+        proc.kill()
+        proc.join()
+        for name in (young, held):
+            unlink_block(name)
+
+
+def test_opening_a_namespace_sweeps_orphans(coord_tmp: str) -> None:
+    old = _orphan(3600)
+    ns = open_namespace([f"{coord_tmp}/a"], ["s3://b/a"])
+    try:
+        assert not block_exists(old)
+    finally:
+        ns.close()
+        unlink_block(old)
