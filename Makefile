@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # torch first, from the local CPU wheel, so nothing ever pulls a multi-GB CUDA build.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: venv demo test test-fast bench clean
+.PHONY: venv demo lint test test-fast bench clean
 
 venv: $(STAMP)
 
@@ -21,7 +21,12 @@ $(STAMP): pyproject.toml requirements-test.txt constraints.txt package-lock.json
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-test: $(STAMP)
+# Style and types; `make test` runs it first, so CI does too.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check streaming tests benchmarks scripts
+	$(VENV)/bin/mypy
+
+test: lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 test-fast: $(STAMP)

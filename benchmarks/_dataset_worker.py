@@ -1,4 +1,5 @@
-"""One timed dataset-runtime process: epoch, first batch, resume, tiny shards or memory, one library.
+"""One timed dataset-runtime process (epoch, first batch, resume, tiny shards or memory), one
+library.
 
 Run by bench_dataset.py under the interpreter of the library being measured (ours, the reference
 mosaicml-streaming or litdata), so it imports nothing from this repository and works on any
@@ -269,6 +270,7 @@ def op_write_mds(spec: dict[str, Any]) -> dict[str, Any]:
     then 4 offset bytes per sample); otherwise 64 MiB shards, the default.
     """
     import numpy as np
+
     from streaming import MDSWriter
 
     n, width, per_shard = spec["n"], spec["width"], spec.get("per_shard")

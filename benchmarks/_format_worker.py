@@ -17,7 +17,8 @@ import resource
 import shutil
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

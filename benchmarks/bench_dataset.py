@@ -99,7 +99,8 @@ class Bench:
         start = time.perf_counter()
         res = call(self.pythons[impl], impl, spec, self.workdir)
         status = res.get("error", "ok")
-        print(f"[bench_dataset] {impl:<9} {what:<14} {time.perf_counter() - start:6.1f} s  {status}",
+        elapsed = time.perf_counter() - start
+        print(f"[bench_dataset] {impl:<9} {what:<14} {elapsed:6.1f} s  {status}",
               file=sys.stderr, flush=True)
         if "error" in res:
             self.errors[f"{impl} {what}"] = res["error"]
@@ -305,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     mode = "quick" if args.quick else "full"
-    print(f"\nbench_dataset ({mode}, {time.perf_counter() - start:.0f} s): {bench.sizes['tokens']:,}"
+    elapsed = time.perf_counter() - start
+    print(f"\nbench_dataset ({mode}, {elapsed:.0f} s): {bench.sizes['tokens']:,}"
           f" token samples (uint16 x 1024 + int id, 64 MiB shards), remote = a local dir in "
           f"{os.path.dirname(workdir)}, cold cache per run, best of {bench.repeat}")
     for impl in IMPLS:

@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             interps[impl] = _venvs.locate(impl, create=not args.no_create_venvs)
     results: dict[str, dict[str, Any]] = {
         impl: {"error": loc.reason} for impl, loc in interps.items() if loc.python is None}
-    workdir = tempfile.mkdtemp(prefix="bench-remote-", dir=args.workdir or default_workdir(args.quick))
+    workdir = tempfile.mkdtemp(prefix="bench-remote-",
+                               dir=args.workdir or default_workdir(args.quick))
     started = time.perf_counter()
     server = start_server(workdir)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from streaming._version import __version__
+from streaming._version import __version__ as __version__
 
 # public name -> "module:attribute"; resolved on first access (PEP 562).
 _LAZY = {

@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "LEGACY_DOMAIN_DEFAULTS",
     "EpochCursor",
@@ -100,7 +102,7 @@ class EpochCursor:
         num_threads: how many helper threads will call `on_exit()`.
     """
 
-    def __init__(self, sample_ids: Sequence[int], num_threads: int = 1) -> None:
+    def __init__(self, sample_ids: Sequence[int] | np.ndarray, num_threads: int = 1) -> None:
         self.sample_ids = sample_ids
         self.total = len(sample_ids)
         self.prepare_index = 0

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.order.defaults import resolve_predownload
 from streaming.order.plan import OrderOptions
-from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.units import bytes_to_int, number_abbrev_to_int
 
 __all__ = ["DEFAULT_TIMEOUT", "DatasetConfig", "StreamDefaults"]

@@ -12,7 +12,8 @@ import logging
 import math
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,15 +33,13 @@ from streaming.config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.coord import open_namespace
 from streaming.coord.barrier import LATCH_SLOTS, Latch, once_per_node
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
+from streaming.format.reader import Reader
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.plan import Resolution, StreamTable, plan, plan_config, resolve_epoch
 from streaming.order.world import World
 from streaming.registry import construct_from_registry
 from streaming.spanner import Spanner
 from streaming.stream import Stream, streams_registry
-
-if TYPE_CHECKING:
-    from streaming.format.reader import Reader
 
 __all__ = ["StreamingDataset"]
 
@@ -75,16 +74,16 @@ class StreamingDataset(Array, IterableDataset):
     allow_unsafe_types = ConfigField[bool]()
     replication = ConfigField["int | None"]()
     # The shard catalog's bookkeeping (int64 arrays, stream then shard order).
-    shards = CatalogField["list[Reader]"]()
+    shards = CatalogField[list[Reader]]()
     num_shards = CatalogField[int]()
     num_samples = CatalogField[int]()
-    stream_per_shard = CatalogField["NDArray[np.int64]"]()
-    shards_per_stream = CatalogField["NDArray[np.int64]"]()
-    shard_offset_per_stream = CatalogField["NDArray[np.int64]"]()
-    samples_per_shard = CatalogField["NDArray[np.int64]"]()
-    sample_offset_per_shard = CatalogField["NDArray[np.int64]"]()
-    samples_per_stream = CatalogField["NDArray[np.int64]"]()
-    sample_offset_per_stream = CatalogField["NDArray[np.int64]"]()
+    stream_per_shard = CatalogField[NDArray[np.int64]]()
+    shards_per_stream = CatalogField[NDArray[np.int64]]()
+    shard_offset_per_stream = CatalogField[NDArray[np.int64]]()
+    samples_per_shard = CatalogField[NDArray[np.int64]]()
+    sample_offset_per_shard = CatalogField[NDArray[np.int64]]()
+    samples_per_stream = CatalogField[NDArray[np.int64]]()
+    sample_offset_per_stream = CatalogField[NDArray[np.int64]]()
     spanner = CatalogField[Spanner]()
 
     def __init__(

@@ -8,18 +8,18 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── IndexFormatError (ValueError)        index.json malformed, truncated or wrong version
     │   └── UnsafePathError                  a basename that is absolute or climbs out with '..'
     ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent
-    ├── ShardUnavailableError (FileNotFoundError)  a shard neither in the cache nor at its remote
-    ├── HashMismatchError (ValueError)       a file's digest differs from the index ("Checksum failure")
+    ├── ShardUnavailableError (FileNotFoundError) a shard neither cached nor at its remote
+    ├── HashMismatchError (ValueError)       a file's digest is not the index's ("Checksum failure")
     ├── UnsafeTypeError (ValueError)         a pickle column without allow_unsafe_types=True
     ├── MissingDependencyError (ImportError) an optional package is needed; says what to install
-    ├── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) hit its deadline
-    ├── RemoteUnreachableError (ConnectionError)     a store's server refused or never answered
+    ├── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) timed out
+    ├── RemoteUnreachableError (ConnectionError) a store's server refused or never answered
     ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
     └── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
 
 Warnings::
 
-    RemoteUnavailableWarning (UserWarning)   a remote index could not be read; the cached copy is used
+    RemoteUnavailableWarning (UserWarning)   no remote index; the cached copy is used
 """
 
 from __future__ import annotations

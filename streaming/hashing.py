@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Protocol
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from streaming.errors import MissingDependencyError
 

@@ -15,6 +15,7 @@ from typing import Any
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from streaming.dataset import StreamingDataset
 from streaming.order.world import World
 
 __all__ = ["StreamingDataLoader"]
@@ -51,7 +52,6 @@ class StreamingDataLoader(DataLoader):
         self._warn_on_batch_size_mismatch()
 
     def _streaming_dataset(self) -> Any | None:
-        from streaming.dataset import StreamingDataset
 
         return self.dataset if isinstance(self.dataset, StreamingDataset) else None
 
@@ -71,7 +71,7 @@ class StreamingDataLoader(DataLoader):
     def _get_batch_size(self, batch: Any) -> int:
         return batch_length(batch)
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
         self.num_samples_yielded = 0
         batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive

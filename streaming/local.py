@@ -7,8 +7,9 @@ readers' batched path.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import chain
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from torch.utils.data import Dataset

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, Callable, Iterator, Union
+from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = ["Progress", "make_progress", "open_bar"]
 
@@ -21,7 +22,7 @@ def _ignore(_: int) -> None:
 
 
 @contextlib.contextmanager
-def make_progress(progress: Union[bool, Progress, None], total: int | None = None,
+def make_progress(progress: bool | Progress | None, total: int | None = None,
                   unit: str = "sample", desc: str | None = None) -> Iterator[Progress]:
     """Yield a ``progress(n)`` callable: the caller's own, a tqdm bar on stderr, or a no-op."""
     if callable(progress):

@@ -11,9 +11,10 @@ import copy
 import functools
 import importlib.util
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 import catalogue
 
@@ -59,20 +60,21 @@ class TypedRegistry(catalogue.Registry, Generic[T]):
         return super().get_entry_points()
 
 
-def create_registry(*namespace: str, generic_type: type[S], entry_points: bool = False,
-                    description: str = "") -> TypedRegistry[S]:
+def create_registry(*namespace: str, generic_type: Any, entry_points: bool = False,
+                    description: str = "") -> TypedRegistry[Any]:
     """Create a registry under `namespace`; fails if that namespace already exists."""
     if catalogue.check_exists(*namespace):
         raise catalogue.RegistryError(f"Namespace already exists: {namespace}")
-    return TypedRegistry[generic_type](namespace, entry_points=entry_points,
-                                       description=description)
+    del generic_type  # documents what the registry holds; checked by callers' annotations
+    return TypedRegistry(namespace, entry_points=entry_points, description=description)
 
 
 def _validate(name: str, value: Any, check: type | Callable[[Any], None] | None) -> None:
     if check is None:
         return
     if isinstance(check, type):
-        if not (isinstance(value, type) and issubclass(value, check)) and not isinstance(value, check):
+        is_subclass = isinstance(value, type) and issubclass(value, check)
+        if not is_subclass and not isinstance(value, check):
             raise ValueError(f"Expected {name} to be of type {check}, but got {type(value)}")
     else:
         check(value)

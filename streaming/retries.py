@@ -26,7 +26,7 @@ def backoff_pause(backoff: float = 1.0, max_jitter: float = 0.5) -> Callable[[in
 
 def call_with_retries(func: Callable[[], T], *, attempts: int,
                       retry_if: Callable[[Exception], bool] = lambda _: True,
-                      pause: Callable[[int, Exception], float] = backoff_pause(),
+                      pause: Callable[[int, Exception], float] | None = None,
                       on_retry: Callable[[int, Exception, float], None] | None = None
                       ) -> tuple[T, int]:
     """Run `func` up to `attempts` times in total; return its result and the attempts used.
@@ -44,6 +44,8 @@ def call_with_retries(func: Callable[[], T], *, attempts: int,
     """
     if attempts < 1:
         raise ValueError("num_attempts must be at-least 1")
+    if pause is None:
+        pause = backoff_pause()
     for attempt in range(1, attempts + 1):
         try:
             return func(), attempt

@@ -7,7 +7,8 @@ Kept for user code that imports `streaming.base.util.retry`; our own transfers r
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from streaming.retries import backoff_pause, call_with_retries
 
@@ -47,7 +48,7 @@ def retry(
 
             result, _ = call_with_retries(
                 call, attempts=num_attempts,
-                retry_if=lambda err: isinstance(err, exc_class),  # type: ignore[arg-type]
+                retry_if=lambda err: isinstance(err, exc_class),
                 pause=backoff_pause(initial_backoff, max_jitter))
             return result
 

@@ -10,24 +10,25 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
+from streaming.config import StreamDefaults
 from streaming.errors import IndexFormatError
 from streaming.format import reader_for_entry
 from streaming.format.index import get_index_basename, naming_index
 from streaming.format.shard_files import list_files
-from streaming.config import StreamDefaults
 from streaming.order.weighting import (
     StreamWeights,
     apply_weights,
     check_stream_weights,
     validate_weights,
 )
-from streaming.registry import create_registry
+from streaming.registry import TypedRegistry, create_registry
 from streaming.storage import open_store
 
 if TYPE_CHECKING:
@@ -259,7 +260,8 @@ class Stream:
         return IndexCache(self.local_dir, source.store, self.remote_dir, source.retries,
                           source.timeout)
 
-    def get_shards(self, world: World | None = None, allow_unsafe_types: bool = False) -> list[Reader]:
+    def get_shards(self, world: World | None = None,
+                   allow_unsafe_types: bool = False) -> list[Reader]:
         """Load this stream's index into shard readers, refusing unsafe encodings unless allowed.
 
         The remote index is parsed (and its readers built) before anything is cached. Caching it
@@ -325,7 +327,7 @@ class Stream:
         return state
 
 
-streams_registry = create_registry(
+streams_registry: TypedRegistry[type[Stream]] = create_registry(
     "streaming", "streams_registry", generic_type=type[Stream], entry_points=True,
     description="The streams registry is used for registering Stream classes.",
 )

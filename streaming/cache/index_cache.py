@@ -20,6 +20,7 @@ from streaming.errors import IndexFormatError, RemoteUnavailableWarning
 from streaming.format.fileio import write_atomic
 from streaming.format.index import ShardEntry, get_index_basename, parse_index
 from streaming.format.shard_files import drop_changed_files
+from streaming.storage.transfer import read
 
 __all__ = ["IndexCache", "LoadedIndex"]
 
@@ -71,7 +72,6 @@ class IndexCache:
                     f"No `remote` provided, but local file {self.path} does not exist either"
                 )
             return self._cached()
-        from streaming.storage.transfer import read
 
         try:
             text = read(self.store, get_index_basename(), retries=self.retries,

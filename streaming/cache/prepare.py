@@ -14,9 +14,10 @@ from typing import Any
 from streaming.errors import HashMismatchError, ShardFormatError, ShardUnavailableError
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
-from streaming.hashing import fast_hash_of, get_hash
 from streaming.format.index import FileInfo
 from streaming.format.shard_files import ShardFiles
+from streaming.hashing import fast_hash_of, get_hash
+from streaming.storage.transfer import fetch
 
 __all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "prepare_shard_files",
            "unavailable"]
@@ -72,7 +73,6 @@ def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
         raise FileNotFoundError(
             f"No `remote` provided, but local file {path} does not exist either"
         )
-    from streaming.storage.transfer import fetch
 
     if src.validate_hash:
         check_hash_algo(src.validate_hash, info)

@@ -7,7 +7,7 @@ Without click, `main` prints the install command instead of failing with a trace
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["main"]
 

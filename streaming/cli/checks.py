@@ -13,17 +13,19 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from streaming.cli.mds_check import check_mds_samples
 from streaming.cli.source import DatasetSource, open_source
+from streaming.defaults import IO_CHUNK_BYTES
 from streaming.format import reader_from_json
 from streaming.format.compression import decompress
 from streaming.format.fileio import map_file, prefetch, write_atomic
-from streaming.hashing import get_hash
 from streaming.format.index import FileInfo, ShardEntry
+from streaming.hashing import get_hash
 
 __all__ = ["Problem", "ValidationReport", "check_shard", "read_files_raw", "validate_dataset"]
 
@@ -307,7 +309,7 @@ def validate_dataset(dataset: str, split: str | None = None, workers: int | None
 
 def _read_file(path: str) -> int:
     total = 0
-    buffer = bytearray(8 << 20)
+    buffer = bytearray(IO_CHUNK_BYTES)
     with open(path, "rb", buffering=0) as file:
         while count := file.readinto(buffer):
             total += count

@@ -8,7 +8,8 @@ import base64
 import decimal
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 import numpy as np

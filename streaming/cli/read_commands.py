@@ -1,5 +1,9 @@
 """Commands that look at a dataset: `inspect` (index only), `head` (first samples), `validate`
-(every digest and sample)."""
+(every digest and sample).
+
+Each command imports what it runs inside its function: `streaming --help` and every other command
+then start without loading torch, Spark, Arrow or the storage SDKs they do not use.
+"""
 
 from __future__ import annotations
 

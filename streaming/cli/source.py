@@ -22,6 +22,7 @@ from streaming.format.index import (
     parse_index,
     read_index_objects,
 )
+from streaming.storage import fetch, open_store
 from streaming.storage.urls import scheme_of
 
 __all__ = ["DatasetSource", "open_source"]
@@ -48,7 +49,6 @@ class DatasetSource:
         return os.path.expanduser(self.location)
 
     def store(self) -> Any:
-        from streaming.storage import open_store
 
         return open_store(self.location)
 
@@ -80,7 +80,6 @@ class DatasetSource:
         local = self.local_dir
         if local is not None:
             return os.path.join(local, basename), False
-        from streaming.storage import fetch
 
         dest = os.path.join(scratch, basename)
         fetch(self.store(), basename, dest)

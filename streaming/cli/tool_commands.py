@@ -1,5 +1,9 @@
 """Debugging and maintenance commands: `bench` (read throughput), `plan` (who reads which
-samples), `clean` (stale shared memory and temp files of dead processes)."""
+samples), `clean` (stale shared memory and temp files of dead processes).
+
+Each command imports what it runs inside its function: `streaming --help` and every other command
+then start without loading torch, Spark, Arrow or the storage SDKs they do not use.
+"""
 
 from __future__ import annotations
 

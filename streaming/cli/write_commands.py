@@ -1,5 +1,9 @@
 """Commands that write datasets: `convert` (files, folders, saved Hugging Face datasets -> MDS)
-and `merge-index` (one index over sub-datasets written in parallel)."""
+and `merge-index` (one index over sub-datasets written in parallel).
+
+Each command imports what it runs inside its function: `streaming --help` and every other command
+then start without loading torch, Spark, Arrow or the storage SDKs they do not use.
+"""
 
 from __future__ import annotations
 
@@ -97,7 +101,7 @@ def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str,
     results = result if isinstance(result, dict) else {"": result}
     data = {split: {"local": r.local, "remote": r.remote, "samples": r.samples,
                     "partitions": r.partitions, **r.details} for split, r in results.items()}
-    emit(data[""] if "" in data else data, as_json,
+    emit(data.get("", data), as_json,
          lambda d: "\n".join(_render_convert(v) for v in data.values()))
 
 

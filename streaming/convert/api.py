@@ -8,12 +8,14 @@ written by ``save_to_disk``) and ``imagefolder`` (class-per-subfolder images). T
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from streaming.convert.columns import ConversionError
 from streaming.convert.hf import hf_to_mds
 from streaming.convert.images import IMAGE_EXTENSIONS, imagefolder_to_mds
 from streaming.convert.tabular import EXTENSIONS, csv_to_mds, jsonl_to_mds, parquet_to_mds
+from streaming.errors import MissingDependencyError
 
 __all__ = ["FORMATS", "convert", "detect_format"]
 
@@ -49,9 +51,9 @@ def detect_format(src: Any) -> str:
             return "imagefolder"
         raise ConversionError(f"Cannot tell the format of {root}: no Parquet, CSV, TSV, "
                               "JSON-lines or class-per-folder images in it.")
-    kinds = {_format_of_file(p) for p in paths}
-    if len(kinds) == 1 and None not in kinds:
-        return kinds.pop()  # type: ignore[return-value]
+    per_file = {_format_of_file(p) for p in paths}
+    if len(per_file) == 1 and None not in per_file:
+        return str(per_file.pop())
     raise ConversionError(f"Cannot tell the format of {src!r} from its extension; choose one "
                           f"of {', '.join(FORMATS)}.")
 
@@ -71,7 +73,6 @@ def _load_hf(src: Any) -> Any:
     try:
         from datasets import load_from_disk
     except ImportError as err:
-        from streaming.errors import MissingDependencyError
 
         raise MissingDependencyError("Reading a saved Hugging Face dataset needs `datasets`: "
                                      "pip install datasets") from err

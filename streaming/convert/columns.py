@@ -11,11 +11,12 @@ columns untouched. Pure: no files, no processes.
 from __future__ import annotations
 
 import decimal
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streaming.errors import StreamingError
+from streaming.errors import MissingDependencyError, StreamingError
 from streaming.format.encodings import get_encoding, is_mds_encoding
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ def import_pyarrow() -> Any:
     try:
         import pyarrow
     except ImportError as err:
-        from streaming.errors import MissingDependencyError
 
         raise MissingDependencyError(
             "Converting tables needs pyarrow: pip install pyarrow "

@@ -10,7 +10,8 @@ never imported: anything with ``with_format``, ``features`` and ``__len__`` work
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns, table_rows
 from streaming.convert.parallel import ParallelResult, Report, run_tasks

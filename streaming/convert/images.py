@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import os
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from streaming.convert.columns import ConversionError
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
@@ -55,7 +56,7 @@ def _encode(path: str, encoding: str) -> bytes:
     from PIL import Image
 
     try:
-        image = Image.open(io.BytesIO(data))
+        image: Image.Image = Image.open(io.BytesIO(data))
         if encoding == "jpeg" and image.mode not in ("RGB", "L", "CMYK"):
             image = image.convert("RGB")
         out = io.BytesIO()

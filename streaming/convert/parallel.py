@@ -13,16 +13,18 @@ import multiprocessing
 import os
 import shutil
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from streaming.convert.columns import ConversionError
-from streaming.progress import Progress, make_progress
 from streaming.format.index import get_index_basename
-from streaming.storage.sink import open_sink
+from streaming.format.mds.writer import MDSWriter
 from streaming.merge import MergeReport, merge_partitions
+from streaming.progress import Progress, make_progress
+from streaming.storage.sink import open_sink
 from streaming.storage.urls import scheme_of
 
 __all__ = ["ParallelResult", "run_tasks", "write_parallel"]
@@ -78,7 +80,6 @@ def _queue_report(count: int) -> None:
 def _write_one(write: WriteTask, task: Any, out: Any, columns: Mapping[str, str],
                writer_kwargs: Mapping[str, Any], report: Report | None = None) -> int:
     """Write one sub-dataset; on failure remove its local side and publish no index."""
-    from streaming.format.mds.writer import MDSWriter
 
     writer = MDSWriter(columns=dict(columns), out=out, **writer_kwargs)
     try:

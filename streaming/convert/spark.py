@@ -12,14 +12,15 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from streaming.convert.columns import table_rows
-from streaming.convert.spark_schema import (SPARK_TO_MDS, infer_dataframe_schema,
-                                            is_json_compatible)
+from streaming.convert.spark_schema import SPARK_TO_MDS, infer_dataframe_schema, is_json_compatible
 from streaming.format.index import get_index_basename
-from streaming.storage.sink import open_sink
+from streaming.format.mds.writer import MDSWriter
 from streaming.merge import merge_partitions
+from streaming.storage.sink import open_sink
 
 __all__ = ["SPARK_TO_MDS", "dataframe_to_mds", "infer_dataframe_schema", "is_json_compatible"]
 
@@ -47,7 +48,6 @@ def _partition_out(mds_path: tuple[str, str]) -> tuple[Any, tuple[str, str]]:
 def _write_partition(kwargs: dict[str, Any], out: Any,
                      fill: Callable[[Any], None]) -> None:
     """Run `fill(writer)` into a fresh MDSWriter; on failure leave no index behind."""
-    from streaming.format.mds.writer import MDSWriter
 
     writer = MDSWriter(**dict(kwargs, out=out))
     try:

@@ -7,15 +7,33 @@ Importing this module needs pyspark; without it the ImportError says what to ins
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from streaming.errors import MissingDependencyError
 
 try:
-    from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType,
-                                   DateType, DayTimeIntervalType, DecimalType, DoubleType,
-                                   FloatType, IntegerType, LongType, MapType, NullType, ShortType,
-                                   StringType, StructType, TimestampNTZType, TimestampType)
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        ByteType,
+        DataType,
+        DateType,
+        DayTimeIntervalType,
+        DecimalType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        MapType,
+        NullType,
+        ShortType,
+        StringType,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
 except ImportError as err:  # pragma: no cover - exercised in a subprocess test
     raise MissingDependencyError(
         f"The Spark converter needs pyspark ({err.name or 'pyspark'} is missing): "

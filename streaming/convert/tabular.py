@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns, table_rows
 from streaming.convert.parallel import ParallelResult, Report, run_tasks

@@ -19,6 +19,7 @@ from streaming.coord.array import SharedArray
 from streaming.coord.liveness import identity, is_alive
 from streaming.coord.lock import FileLock
 from streaming.coord.wait import wait_until
+from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import CoordinationError
 
 __all__ = ["BARRIER_SLOTS", "DEFAULT_BARRIER_TIMEOUT", "LATCH_SLOTS", "MAX_MEMBERS", "Barrier",
@@ -27,7 +28,7 @@ __all__ = ["BARRIER_SLOTS", "DEFAULT_BARRIER_TIMEOUT", "LATCH_SLOTS", "MAX_MEMBE
 MAX_MEMBERS = 512  # member processes a barrier tracks (ranks of one node); more are not tracked
 _ARRIVED, _GENERATION, _PARTIES, _MEMBERS = range(4)
 BARRIER_SLOTS = _MEMBERS + 2 * MAX_MEMBERS  # [arrived, generation, parties, (pid, start)...]
-DEFAULT_BARRIER_TIMEOUT = 600.0
+DEFAULT_BARRIER_TIMEOUT = NODE_WAIT_TIMEOUT
 LIVENESS_PERIOD = 0.2  # seconds between liveness checks of a waiter (a /proc read per member)
 
 

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from streaming.coord.shm import ShmBlock
 from streaming.coord.wait import wait_until
+from streaming.defaults import NODE_WAIT_TIMEOUT
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_READ_TIMEOUT", "MAX_DIMS", "PlanBoard"]
 
 MAX_DIMS = 8
-DEFAULT_READ_TIMEOUT = 600.0
+DEFAULT_READ_TIMEOUT = NODE_WAIT_TIMEOUT
 _GEN, _NDIM, _DIMS = 0, 1, 2
 
 

@@ -25,10 +25,11 @@ from streaming.coord.states import (
     transition,
 )
 from streaming.coord.wait import wait_until
+from streaming.defaults import NODE_WAIT_TIMEOUT
 
 __all__ = ["DEFAULT_CLAIM_TIMEOUT", "ShardClaims"]
 
-DEFAULT_CLAIM_TIMEOUT = 600.0
+DEFAULT_CLAIM_TIMEOUT = NODE_WAIT_TIMEOUT
 
 
 class ShardClaims:

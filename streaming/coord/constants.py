@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from streaming.defaults import DEFAULT_TIMEOUT as _DEFAULT_TIMEOUT
+
 __all__ = [
     "BARRIER",
     "BARRIER_FILELOCK",
@@ -56,4 +58,4 @@ CACHE_FILELOCK = "cache_filelock"
 TICK = 0.007
 
 # Default download timeout, in seconds.
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = _DEFAULT_TIMEOUT

@@ -20,7 +20,6 @@ from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT
 from streaming.coord.names import job_key, namespace_name
 from streaming.coord.namespace import Namespace
-from streaming.coord.release import drain_pending
 from streaming.coord.registry import (
     Record,
     add_local_user,
@@ -34,6 +33,7 @@ from streaming.coord.registry import (
     remove_local_user,
     write_record,
 )
+from streaming.coord.release import drain_pending
 
 __all__ = ["check_self", "open_namespace"]
 

@@ -14,6 +14,7 @@ import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 
+from streaming.atomic import write_atomic
 from streaming.coord.liveness import Identity, is_alive
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
 from streaming.coord.names import local_index_path, record_path, state_dir_path
@@ -89,11 +90,7 @@ def _read_json(path: str) -> dict | None:
 
 
 def _write_json(path: str, data: dict) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)
+    write_atomic(path, [json.dumps(data).encode("utf-8")], mode=_MODE)
 
 
 def _remove(path: str) -> bool:
@@ -176,7 +173,8 @@ def remove_local_user(state_dir: str, local: str, namespace: str) -> None:
 def prune_local_index(path: str, live: set[str]) -> bool:
     """Keep only `live` namespaces in one local-directory file; True if the file was removed."""
     data = _read_json(path) or {}
-    users = data.get("users") if isinstance(data.get("users"), dict) else {}
+    users = data.get("users")
+    users = users if isinstance(users, dict) else {}
     kept = {k: v for k, v in users.items() if k in live}
     if kept:
         if kept != users:

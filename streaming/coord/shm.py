@@ -20,7 +20,7 @@ from streaming.errors import CoordinationError
 try:  # CPython on every POSIX platform; absent on Windows, which we do not support.
     import _posixshmem
 except ImportError:  # pragma: no cover
-    _posixshmem = None  # type: ignore[assignment]
+    _posixshmem = None
 
 __all__ = ["SHM_DIR", "ShmBlock", "block_exists", "list_blocks", "random_name", "unlink_block"]
 

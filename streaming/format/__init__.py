@@ -1,12 +1,14 @@
 """Bytes on disk: index.json, shard writers and readers for MDS, JSON lines and XSV.
 
 `reader_for_entry` turns one parsed index entry into the reader for its format (`reader_from_json`
-is the reference's dict-taking form); `load_readers` does it for a whole dataset directory. Importing this package never imports torch or the storage layer.
+is the reference's dict-taking form); `load_readers` does it for a whole dataset directory.
+Importing this package never imports torch or the storage layer.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from streaming.errors import IndexFormatError
 from streaming.format.index import (

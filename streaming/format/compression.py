@@ -10,8 +10,8 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib
-from typing import Any, ClassVar
 from collections.abc import Iterator
+from typing import Any, ClassVar
 
 from streaming.errors import MissingDependencyError
 

@@ -1,6 +1,6 @@
-"""File mechanics shared by shard writers and readers: atomic writes and read-only mappings.
+"""File mechanics shared by shard readers: read-only mappings (atomic writes live in
+`streaming.atomic`; `write_atomic` is re-exported here for writers).
 
-Writers put a file under its final name only when it is complete (temp name + `os.replace`).
 Readers map shards read-only and keep a bounded number of mappings alive, because on Python
 < 3.13 every `mmap` holds a duplicated file descriptor. Knows nothing about shard layouts.
 """
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import secrets
 import sys
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from collections.abc import Callable
+
+from streaming.atomic import write_atomic
 
 __all__ = ["FileIdentity", "MappingRegistry", "map_file", "map_file_identified", "open_same",
            "prefetch", "write_atomic"]
@@ -22,60 +23,8 @@ __all__ = ["FileIdentity", "MappingRegistry", "map_file", "map_file_identified",
 # (device, inode, size, mtime in ns): tells whether a path still names the file once mapped.
 FileIdentity = tuple[int, int, int, int]
 
-_IOV_MAX = 1024  # the Linux/macOS iovec limit per writev call
 _MADV_POPULATE_READ = 22  # Linux >= 5.14: map the pages now instead of faulting one by one
 _prefetch_advice = [_MADV_POPULATE_READ, getattr(mmap, "MADV_WILLNEED", None)]
-
-
-def _write_all(fd: int, parts: Sequence[Any]) -> None:
-    """Write every buffer in order with as few syscalls as possible, handling short writes."""
-    pending = [
-        part if isinstance(part, (bytes, bytearray)) else memoryview(part).cast("B")
-        for part in parts
-    ]
-    if not hasattr(os, "writev"):  # pragma: no cover - Windows
-        for part in pending:
-            view = memoryview(part)
-            while view:
-                view = view[os.write(fd, view):]
-        return
-    start = 0
-    while start < len(pending):
-        batch = pending[start:start + _IOV_MAX]
-        written = os.writev(fd, batch)
-        if written == sum(map(len, batch)):  # the usual case: everything went out
-            start += len(batch)
-            continue
-        for part in batch:  # a short write: skip what went out, resume mid-part
-            if written >= len(part):
-                written -= len(part)
-                start += 1
-                continue
-            pending[start] = memoryview(part)[written:]
-            break
-
-
-def write_atomic(path: str, parts: Sequence[Any]) -> None:
-    """Write `parts` (bytes-like, concatenated) to `path` so it never exists half-written.
-
-    The data goes to ``<path>.tmp.<pid>.<random>`` first (unique, so threads or processes writing
-    the same path never share a temp file) and is renamed over `path` when complete; on any error
-    the temp file is removed and `path` is left untouched.
-    """
-    tmp = f"{path}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        try:
-            _write_all(fd, parts)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def map_file(path: str) -> mmap.mmap | bytes:
@@ -200,7 +149,7 @@ class MappingRegistry:
         victims = []
         key = id(drop.__self__)  # type: ignore[attr-defined]
         with self._lock:
-            self._live[key] = weakref.WeakMethod(drop)  # type: ignore[arg-type]
+            self._live[key] = weakref.WeakMethod(drop)
             self._live.move_to_end(key)
             while len(self._live) > self.capacity:
                 victims.append(self._live.popitem(last=False)[1])

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from streaming.errors import IndexFormatError, UnsafePathError
 
@@ -175,7 +176,7 @@ class ShardEntry:
     zip_meta: FileInfo | None = None
     compression: str | None = None
     hashes: list[str] = field(default_factory=list)
-    size_limit: int | None = None
+    size_limit: int | str | None = None  # the reference writes a str when given one
     config: dict[str, Any] = field(default_factory=dict)
     version: int = INDEX_VERSION
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import struct
 from abc import ABC, abstractmethod
-from typing import Any, Iterator, Mapping, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 

@@ -17,15 +17,16 @@ import struct
 import threading
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from streaming.format.compression import compress, get_compression_extension, is_compression
 from streaming.format.fileio import write_atomic
-from streaming.hashing import get_hash, is_hash
 from streaming.format.index import dump_index, get_index_basename
+from streaming.hashing import get_hash, is_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
 from streaming.units import bytes_to_int
@@ -55,7 +56,7 @@ def parse_hashes(hashes: Sequence[str] | None) -> list[str]:
     for algo in hashes:
         if not is_hash(algo):
             raise ValueError(f"Invalid hash: {algo}.")
-    return hashes  # kept as given: the reference records the caller's object in the config
+    return hashes  # type: ignore[return-value]  # kept as given: the reference records the caller's object in the config
 
 
 def parse_size_limit(size_limit: int | str | None) -> int | None:
@@ -230,6 +231,7 @@ class Writer(ABC):
         if zip_basename is None:
             self._put_file(raw_basename, parts)
             return raw_info, None
+        assert whole is not None  # joined above whenever a compressed form is written
         packed = compress(self.compression, whole)
         self._put_file(zip_basename, [packed])
         return raw_info, self._file_info(packed, zip_basename, len(packed))

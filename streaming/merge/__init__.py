@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.format.index import get_index_basename, parse_index
-from streaming.storage.urls import split_out
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
 from streaming.merge._locate import (
@@ -42,6 +41,7 @@ from streaming.merge._partition import (
     _read_partition,
 )
 from streaming.merge._publish import _publish
+from streaming.storage.urls import split_out
 
 __all__ = ["MergeReport", "merge_index", "merge_partitions"]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from streaming.format.index import get_index_basename
+from streaming.storage import open_store
 from streaming.storage.registry import scheme_of
 
 IndexSource = Union[str, "tuple[str, str]"]
@@ -67,7 +68,6 @@ def _relative(child_dir: str, root: str | None) -> str | None:
 
 
 def _open_store(url: str) -> Any:
-    from streaming.storage import open_store  # only remote merges pay for the storage layer
 
     return open_store(url)
 

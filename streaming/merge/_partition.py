@@ -6,15 +6,16 @@ truncated (`IncompletePartitionError`), and rewrites shard names relative to the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 import urllib.parse
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from streaming.format.index import FileInfo, ShardEntry
 from streaming.merge._locate import IndexSource, _has_scheme, _open_store, _relative, _url_dir
+from streaming.storage import fetch
 
 
 class IncompletePartitionError(FileNotFoundError):
@@ -44,7 +45,6 @@ def _read_partition(url: IndexSource, temp_root: str, timeout: float) -> _Partit
     if not _has_scheme(src):
         with open(src, "rb") as file:
             return _Partition(os.path.dirname(src), True, file.read())
-    from streaming.storage import fetch
 
     dest = os.path.join(temp_root, urllib.parse.urlparse(src).path.lstrip("/"))
     try:
@@ -103,7 +103,7 @@ def _prefixed(entries: list[ShardEntry], prefix: str) -> list[dict[str, Any]]:
         return None if info is None else dataclasses.replace(
             info, basename=posixpath.join(prefix, info.basename))
 
-    return [dataclasses.replace(entry, raw_data=moved(entry.raw_data),
+    return [dataclasses.replace(entry, raw_data=cast(FileInfo, moved(entry.raw_data)),
                                 zip_data=moved(entry.zip_data), raw_meta=moved(entry.raw_meta),
                                 zip_meta=moved(entry.zip_meta)).to_json()
             for entry in entries]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from streaming.format.fileio import write_atomic
 from streaming.format.index import get_index_basename
 from streaming.merge._locate import _open_store
+from streaming.storage import push
 
 if TYPE_CHECKING:
     from streaming.merge import MergeReport
@@ -28,7 +29,6 @@ def _publish(shards: list[dict[str, Any]], local: str | None, remote: str | None
     path = os.path.join(directory, get_index_basename())
     write_atomic(path, [text])
     if remote is not None:
-        from streaming.storage import push
 
         push(_open_store(remote), path, get_index_basename())
         report.remote_index = f"{remote}/{get_index_basename()}"

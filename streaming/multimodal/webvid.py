@@ -11,8 +11,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from streaming.base.storage import CloudDownloader
 from streaming.compat_util import EpochCursor, core_arguments
 from streaming.coord.constants import TICK
 from streaming.dataset import StreamingDataset
+from streaming.defaults import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from streaming.order.world import World
@@ -36,9 +37,9 @@ class StreamingInsideWebVid(StreamingDataset):
     as the reference does. Override `get_item` to decode the video.
     """
 
-    def get_item(self, idx: int) -> Any:
+    def get_item(self, idx: int, retry: int = 7) -> Any:
         """The raw sample with global index `idx`."""
-        return super().get_item(idx)
+        return super().get_item(idx, retry)
 
 
 class _OutsideWebVid(StreamingDataset):
@@ -60,7 +61,7 @@ class _OutsideWebVid(StreamingDataset):
         local: str | None = None,
         split: str | None = None,
         download_retry: int = 2,
-        download_timeout: float = 60,
+        download_timeout: float = DEFAULT_TIMEOUT,
         validate_hash: str | None = None,
         keep_zip: bool = False,
         epoch_size: int | str | None = None,
@@ -92,9 +93,9 @@ class _OutsideWebVid(StreamingDataset):
             self._extra_downloader.download(remote, local, self.download_timeout)
         return local
 
-    def get_item(self, idx: int) -> Any:
+    def get_item(self, idx: int, retry: int = 7) -> Any:
         """The sample with global index `idx`, plus its video bytes as `content`."""
-        sample = super().get_item(idx)
+        sample = super().get_item(idx, retry)
         local = self._fetch_extra(sample["content_path"])
         if local is not None:
             with open(local, "rb") as file:
@@ -126,7 +127,7 @@ class StreamingOutsideDTWebVid(_OutsideWebVid):
         return sample_ids
 
     def __iter__(self) -> Iterator[Any]:
-        samples = super().__iter__()
+        samples = cast(Generator[Any, None, None], super().__iter__())
         try:
             for sample in samples:
                 yield sample

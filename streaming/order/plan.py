@@ -64,7 +64,8 @@ class OrderOptions:
         check_batching_method(self.batching_method)
         check_shuffle_seed(self.shuffle_seed)
         if self.batch_size is not None and self.batch_size <= 0:
-            raise ValueError(f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
+            raise ValueError(
+                f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
         if self.num_canonical_nodes is not None and self.num_canonical_nodes < 0:
             raise ValueError("`num_canonical_nodes` must be a positive integer, but got: "
                              f"{self.num_canonical_nodes}.")

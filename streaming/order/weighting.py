@@ -112,7 +112,7 @@ def apply_weights(weights: Sequence[StreamWeights], samples_per_stream: NDArray[
                 proportions = np.array([w.proportion for w in weights], np.float64)
             else:
                 proportions = samples_per_stream.astype(np.float64)
-            choose = _split(epoch_size, proportions, seed)
+            choose = _split(int(epoch_size or 0), proportions, seed)
             repeat = choose / samples_per_stream
         else:
             if epoch_size:
@@ -129,4 +129,5 @@ def apply_weights(weights: Sequence[StreamWeights], samples_per_stream: NDArray[
             proportions = choose / choose.sum()
             epoch_size = int(choose.sum())
     derived = [StreamWeights(*values) for values in zip(proportions, repeat, choose)]
+    assert epoch_size is not None  # every branch above settles it
     return derived, int(epoch_size)

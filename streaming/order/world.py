@@ -42,7 +42,7 @@ class World:
         # Same attribute order as the reference, so `to_json()` keys line up with it.
         self.node = worker // (ranks_per_node * workers_per_rank)
         self.num_nodes = num_nodes
-        self.is_multinode = 1 < num_nodes
+        self.is_multinode = num_nodes > 1
 
         self.rank = worker // workers_per_rank
         self.num_ranks = num_nodes * ranks_per_node

@@ -1,4 +1,5 @@
-"""Keep obstore-backed stores working in processes forked after obstore started (DataLoader workers).
+"""Keep obstore-backed stores working in processes forked after obstore started (DataLoader
+workers).
 
 obstore runs on a tokio runtime whose threads do not survive `fork()`: in the child the first call
 hangs forever. The parent of forked DataLoader workers has almost always used obstore already
@@ -15,7 +16,8 @@ import pickle
 import subprocess
 import sys
 import threading
-from typing import IO, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 __all__ = ["forksafe", "runtime_inherited"]
 

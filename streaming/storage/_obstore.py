@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterator, TypedDict
+from typing import Any, TypedDict
 
 import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
@@ -228,7 +229,7 @@ class ObstoreBackedStore(Store):
         # obstore lists by directory; narrow to the string prefix ourselves.
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else None
         with self._errors(prefix):
-            found = []
+            found: list[str] = []
             for batch in obstore.list(self._client(), prefix=directory):
                 found.extend(meta["path"] for meta in batch if meta["path"].startswith(prefix))
         return sorted(found)

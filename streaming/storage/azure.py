@@ -12,9 +12,12 @@ API, which is what obstore speaks.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from obstore.store import AzureStore as _ObstoreAzure
+
+if TYPE_CHECKING:
+    from obstore.store import AzureConfig
 
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
 from streaming.storage.base import join_key
@@ -69,8 +72,8 @@ class AzureStore(ObstoreBackedStore):
         return join_key(self.container, self.prefix)
 
     def _connect(self) -> _ObstoreAzure:
-        return _ObstoreAzure(self.container, prefix=self.prefix or None, config=self._config,
-                             **self._settings)
+        return _ObstoreAzure(self.container, prefix=self.prefix or None,
+                             config=cast("AzureConfig", self._config), **self._settings)
 
 
 class AzureDataLakeStore(AzureStore):

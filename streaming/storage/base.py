@@ -14,10 +14,10 @@ import re
 import threading
 import time
 import urllib.parse
-import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, Callable, ClassVar, Iterator, Literal
+from typing import IO, Any, ClassVar, Literal
 
 from streaming.defaults import IO_CHUNK_BYTES
 from streaming.errors import (
@@ -28,7 +28,7 @@ from streaming.errors import (
 )
 
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
-           "ErrorKind", "error_detail", "split_url", "join_key", "temp_name_for"]
+           "ErrorKind", "error_detail", "split_url", "join_key"]
 
 ProgressFn = Callable[[int], None]
 """Called with the number of bytes just moved (an increment, not a running total)."""
@@ -46,11 +46,6 @@ def split_url(url: str) -> tuple[str, str, str]:
     """Split a URL into ``(scheme, netloc, key prefix without surrounding slashes)``."""
     parsed = urllib.parse.urlsplit(url)
     return parsed.scheme, parsed.netloc, parsed.path.strip("/")
-
-
-def temp_name_for(path: str) -> str:
-    """A sibling name no other process or thread will pick: ``<name>.tmp.<pid>.<random>``."""
-    return f"{path}.tmp.{os.getpid()}.{uuid.uuid4().hex[:12]}"
 
 
 def join_key(*parts: str) -> str:

@@ -9,12 +9,13 @@ registry entry and the missing-SDK error are.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Iterator, Literal
+from collections.abc import Iterator
+from typing import Any
 
 from databricks.sdk import WorkspaceClient
 from databricks.sdk.errors import NotFound, PermissionDenied, Unauthenticated
 
-from streaming.storage.base import MeteredWriter, ProgressFn, Store, copy_chunks
+from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, copy_chunks
 from streaming.storage.urls import parse_dbfs_url
 
 __all__ = ["DBFSStore"]
@@ -44,7 +45,7 @@ class DBFSStore(Store):
     def _abs(self, path: str) -> str:
         return posixpath.join(self.root, path) if path else self.root
 
-    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+    def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, NotFound):
             return "missing"
         if isinstance(err, (PermissionDenied, Unauthenticated)):

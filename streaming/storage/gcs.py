@@ -9,12 +9,12 @@ reads go through obstore's native GCS store.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 
-from streaming.storage.base import MeteredWriter, ProgressFn, Store, split_url
+from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, split_url
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
 
 __all__ = ["GCSStore", "GCSOptions", "GCS_ERROR_NO_AUTHENTICATION"]
@@ -77,7 +77,7 @@ class GCSStore(Store):
     def _blob(self, path: str) -> storage.Blob:
         return self._client().blob(self._key(path))
 
-    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+    def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, gexc.NotFound):
             return "missing"
         if isinstance(err, (gexc.Forbidden, gexc.Unauthorized)):

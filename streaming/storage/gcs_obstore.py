@@ -36,7 +36,7 @@ def open_gcs_store(url: str, **options: Any) -> Store:
     if key and secret and "emulator_host" not in options:
         return GCSHmacStore(url, access_key_id=key, secret_access_key=secret, **options)
     if _has_google_client():
-        from streaming.storage.gcs import GCSStore
+        from streaming.storage.gcs import GCSStore  # imports the optional google-cloud SDK
 
         return GCSStore(url, **options)
     return GCSReadStore(url, **options)

@@ -8,12 +8,12 @@ no local Hub); URL parsing, the registry entry and the missing-SDK error are.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Any
 
 from huggingface_hub import HfFileSystem
 from huggingface_hub.utils import HfHubHTTPError
 
-from streaming.storage.base import ProgressFn, Store
+from streaming.storage.base import ErrorKind, ProgressFn, Store
 from streaming.storage.urls import parse_hf_url
 
 __all__ = ["HFStore"]
@@ -47,7 +47,7 @@ class HFStore(Store):
             root = f"{root}@{self.revision}"
         return "/".join(part for part in (root, self.prefix, path) if part)
 
-    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+    def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, HfHubHTTPError):
             status = getattr(err.response, "status_code", None)
             return {404: "missing", 401: "denied", 403: "denied"}.get(status)  # type: ignore

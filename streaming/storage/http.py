@@ -1,7 +1,8 @@
 """`http://` and `https://` (an extension over the reference): read objects from a web server.
 
-Needs only GET (with Range for `get_range` and for opt-in parallel parts) and HEAD. Listing and uploads go through WebDAV (PROPFIND, PUT), which
-plain web servers refuse, so the capability flags say no and callers should not rely on them.
+Needs only GET (with Range for `get_range` and for opt-in parallel parts) and HEAD. Listing and
+uploads go through WebDAV (PROPFIND, PUT), which plain web servers refuse, so the capability flags
+say no and callers should not rely on them.
 """
 
 from __future__ import annotations

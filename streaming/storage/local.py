@@ -12,7 +12,9 @@ import shutil
 import urllib.parse
 from typing import BinaryIO
 
-from streaming.storage.base import ProgressFn, Store, temp_name_for
+from streaming.atomic import replacing
+from streaming.defaults import IO_CHUNK_BYTES
+from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["LocalStore", "local_path_of"]
 
@@ -72,7 +74,7 @@ class LocalStore(Store):
     def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
                  deadline: float | None = None) -> int:
         with self._open(path) as src, open(local_path, "wb") as dst:
-            shutil.copyfileobj(src, dst, 8 << 20)
+            shutil.copyfileobj(src, dst, IO_CHUNK_BYTES)
             count = dst.tell()
         if progress is not None:
             progress(count)
@@ -81,14 +83,8 @@ class LocalStore(Store):
     def upload(self, local_path: str, path: str) -> None:
         target = self._path(path)
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-        tmp = temp_name_for(target)
-        try:
+        with replacing(target) as tmp:
             shutil.copyfile(local_path, tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
 
     def list(self, prefix: str = "") -> list[str]:
         found = []

@@ -7,11 +7,12 @@ parsing, the registry entry and the missing-SDK error are.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import oci
 
-from streaming.storage.base import MeteredWriter, ProgressFn, Store
+from streaming.defaults import IO_CHUNK_BYTES
+from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store
 from streaming.storage.urls import parse_oci_url
 
 __all__ = ["OCIStore"]
@@ -45,7 +46,7 @@ class OCIStore(Store):
     def _key(self, path: str) -> str:
         return f"{self.prefix}/{path}" if self.prefix else path
 
-    def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
+    def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, oci.exceptions.ServiceError):
             return {404: "missing", 401: "denied", 403: "denied"}.get(err.status)  # type: ignore
         return super()._classify(err)
@@ -74,7 +75,7 @@ class OCIStore(Store):
                  deadline: float | None = None) -> int:
         with self._errors(path), open(local_path, "wb") as f:
             out = MeteredWriter(f, progress, deadline)
-            for chunk in self._get(path).data.raw.stream(8 << 20, decode_content=False):
+            for chunk in self._get(path).data.raw.stream(IO_CHUNK_BYTES, decode_content=False):
                 out.write(chunk)
         return out.bytes_written
 

@@ -8,8 +8,9 @@ so a missing optional SDK only matters to the scheme that needs it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from streaming.errors import MissingDependencyError
 from streaming.storage.urls import scheme_of

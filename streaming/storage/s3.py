@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import obstore
 from obstore.exceptions import GenericError, UnauthenticatedError
 from obstore.store import S3Store as _ObstoreS3
+
+if TYPE_CHECKING:
+    from obstore.store import S3Config
 
 from streaming.errors import RemoteUnreachableError
 from streaming.storage._forksafe import forksafe
@@ -45,7 +48,8 @@ class S3Options(ClientOptions, total=False):
     session_token: str
     """Temporary-credential token (`AWS_SESSION_TOKEN`)."""
     requester_pays: bool
-    """Pay for requests as the requester (bucket listed in `MOSAICML_STREAMING_AWS_REQUESTER_PAYS`)."""
+    """Pay for requests as the requester (bucket named in `MOSAICML_STREAMING_AWS_REQUESTER_PAYS`).
+    """
     canned_acl: str
     """ACL applied to uploads, e.g. "bucket-owner-full-control" (`S3_CANNED_ACL`)."""
     skip_signature: bool
@@ -114,7 +118,8 @@ class S3Store(ObstoreBackedStore):
             settings["client_options"] = {**settings["client_options"],
                                           "default_headers": extra_headers}
         provider = _profile_provider() if self._use_profile else None
-        return _ObstoreS3(self.bucket, prefix=self.prefix or None, config=self._config,
+        return _ObstoreS3(self.bucket, prefix=self.prefix or None,
+                          config=cast("S3Config", self._config),
                           credential_provider=provider, **settings)
 
     def _not_found_message(self, path: str) -> str:

@@ -12,12 +12,14 @@ import errno
 import os
 import posixpath
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 import paramiko
 
-from streaming.storage.base import MeteredWriter, ProgressFn, Store, temp_name_for
+from streaming.atomic import temp_name_for
+from streaming.storage.base import MeteredWriter, ProgressFn, Store
 from streaming.storage.urls import parse_sftp_url
 
 __all__ = ["SFTPStore", "SFTPOptions"]

@@ -186,11 +186,12 @@ def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = N
         ValueError: `out` has the wrong shape, or names an unknown or read-only remote.
         FileExistsError: ``Directory is not empty: <dir>`` when not `exist_ok`.
     """
-    local, remote = split_out(out)
-    if local is None:
+    given, remote = split_out(out)
+    created: str | None
+    if given is None:
         local = created = tempfile.mkdtemp()
     else:
-        local = os.path.expanduser(local)
+        local = os.path.expanduser(given)
         created = None if os.path.exists(local) else local
         _prepare_local(local, exist_ok)
     try:

@@ -16,8 +16,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+
+from streaming.storage import open_store
 
 __all__ = ["S3Server", "ServerUnavailable", "find_weed", "free_port", "start_moto",
            "start_seaweed", "stop_process", "wait_for_port"]
@@ -114,7 +117,6 @@ def find_weed() -> str | None:
 
 def _wait_for_bucket(server: S3Server, timeout: float) -> None:
     """`weed mini` creates its bucket shortly after the port opens; poll until it is there."""
-    from streaming.storage import open_store
 
     store = open_store(server.url(), **server.options)
     deadline = time.monotonic() + timeout

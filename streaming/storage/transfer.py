@@ -14,14 +14,17 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
+from streaming.atomic import discard, replacing
+from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.errors import HashMismatchError, StreamingError
 from streaming.hashing import hash_file
 from streaming.retries import backoff_pause
 from streaming.retries import call_with_retries as retrying
-from streaming.storage.base import ProgressFn, Store, temp_name_for
+from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
            "fetch", "read", "push", "is_retryable", "call_with_retries"]
@@ -151,45 +154,32 @@ def _within(timeout: float | None, call: Callable[[], T], what: str,
     return box["value"]
 
 
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-
-
 def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float | None,
                 hash_algo: str | None, expected_hash: str | None, expected_size: int | None,
                 progress: ProgressFn | None) -> int:
-    tmp = temp_name_for(local_path)
     deadline = time.monotonic() + timeout if timeout else None
     url = store.url_for(remote_path)
-    try:
+    with replacing(local_path) as tmp:
         count = _within(
             timeout, lambda: store.download(remote_path, tmp, progress=progress,
                                             deadline=deadline),
-            f"Downloading {url}", abandoned=lambda: _remove(tmp))
+            f"Downloading {url}", abandoned=lambda: discard(tmp))
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"Downloading {url} took longer than {timeout} s")
         if expected_size is not None and count != expected_size:
             raise IncompleteTransferError(
-                f"Downloaded {count} bytes of {store.url_for(remote_path)}, expected "
-                f"{expected_size}")
+                f"Downloaded {count} bytes of {url}, expected {expected_size}")
         if hash_algo and expected_hash is not None:
             actual = hash_file(hash_algo, tmp)
             if actual != expected_hash:
                 raise HashMismatchError(
                     f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, the "
                     f"index says {expected_hash})")
-        os.replace(tmp, local_path)
-    except BaseException:
-        _remove(tmp)
-        raise
     return count
 
 
 def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
-          timeout: float | None = 60.0, hash_algo: str | None = None,
+          timeout: float | None = DEFAULT_TIMEOUT, hash_algo: str | None = None,
           expected_hash: str | None = None, expected_size: int | None = None,
           progress: ProgressFn | None = None, backoff: float = 1.0) -> TransferResult:
     """Download `remote_path` of `store` to `local_path`, atomically and verified.
@@ -226,7 +216,7 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
     return TransferResult(count, time.monotonic() - start, attempts)
 
 
-def read(store: Store, path: str, *, retries: int = 2, timeout: float | None = 60.0,
+def read(store: Store, path: str, *, retries: int = 2, timeout: float | None = DEFAULT_TIMEOUT,
          backoff: float = 1.0) -> bytes:
     """The whole (small) object at `path`, with the retries and per-attempt timeout of `fetch`.
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from streaming.compat_util import core_arguments
 from streaming.dataset import StreamingDataset
+from streaming.defaults import DEFAULT_TIMEOUT
 
 __all__ = ["StreamingEnWiki"]
 
@@ -46,7 +47,7 @@ class StreamingEnWiki(StreamingDataset):
         local: str | None = None,
         split: str | None = None,
         download_retry: int = 2,
-        download_timeout: float = 60,
+        download_timeout: float = DEFAULT_TIMEOUT,
         validate_hash: str | None = None,
         keep_zip: bool = False,
         epoch_size: int | str | None = None,
@@ -65,14 +66,14 @@ class StreamingEnWiki(StreamingDataset):
     def _field(self, sample: dict[str, Any], name: str) -> np.ndarray:
         return np.frombuffer(sample[name], np.dtype(self.field_dtypes[name]).newbyteorder("<"))
 
-    def get_item(self, idx: int) -> dict[str, np.ndarray]:
+    def get_item(self, idx: int, retry: int = 7) -> dict[str, np.ndarray]:
         """The model inputs of the sample with global index `idx`.
 
         `labels` is -100 everywhere except at the masked positions, which hold the original
         token ids. Padding entries of the masked-position list (weight 0) are skipped; the
         reference applied them too, labelling position 0 with token 0.
         """
-        sample = super().get_item(idx)
+        sample = super().get_item(idx, retry)
         input_ids = self._field(sample, "input_ids")
         positions = self._field(sample, "masked_lm_positions")
         ids = self._field(sample, "masked_lm_ids")

@@ -10,6 +10,7 @@ from typing import Any
 
 from streaming.compat_util import core_arguments
 from streaming.dataset import StreamingDataset
+from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.errors import MissingDependencyError
 
 __all__ = ["TokenizedTextDataset", "auto_tokenizer_class"]
@@ -55,7 +56,7 @@ class TokenizedTextDataset(StreamingDataset):
         local: str | None = None,
         split: str | None = None,
         download_retry: int = 2,
-        download_timeout: float = 60,
+        download_timeout: float = DEFAULT_TIMEOUT,
         validate_hash: str | None = None,
         keep_zip: bool = False,
         epoch_size: int | str | None = None,
@@ -93,6 +94,6 @@ class TokenizedTextDataset(StreamingDataset):
         return self.tokenizer(text_sample["text"], truncation=True, padding="max_length",
                               max_length=self.max_seq_len)
 
-    def get_item(self, idx: int) -> Any:
+    def get_item(self, idx: int, retry: int = 7) -> Any:
         """The tokenized sample with global index `idx`."""
-        return self._tokenize(super().get_item(idx))
+        return self._tokenize(super().get_item(idx, retry))

@@ -11,6 +11,7 @@ from typing import Any
 
 from streaming.compat_util import core_arguments
 from streaming.dataset import StreamingDataset
+from streaming.defaults import DEFAULT_TIMEOUT
 
 __all__ = ["StreamingADE20K"]
 
@@ -35,7 +36,7 @@ class StreamingADE20K(StreamingDataset):
         local: str | None = None,
         split: str | None = None,
         download_retry: int = 2,
-        download_timeout: float = 60,
+        download_timeout: float = DEFAULT_TIMEOUT,
         validate_hash: str | None = None,
         keep_zip: bool = False,
         epoch_size: int | str | None = None,
@@ -57,9 +58,9 @@ class StreamingADE20K(StreamingDataset):
         self.transform = transform
         self.target_transform = target_transform
 
-    def get_item(self, idx: int) -> tuple[Any, Any]:
+    def get_item(self, idx: int, retry: int = 7) -> tuple[Any, Any]:
         """The transformed ``(image, mask)`` of the sample with global index `idx`."""
-        sample = super().get_item(idx)
+        sample = super().get_item(idx, retry)
         x, y = sample["x"], sample["y"]
         if self.joint_transform:
             x, y = self.joint_transform((x, y))

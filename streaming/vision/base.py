@@ -12,6 +12,7 @@ from typing import Any
 
 from streaming.compat_util import core_arguments
 from streaming.dataset import StreamingDataset
+from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.vision.transforms import StandardTransform
 
 __all__ = ["StreamingVisionDataset"]
@@ -72,7 +73,7 @@ class StreamingVisionDataset(StreamingDataset, _vision_base()):  # type: ignore[
         local: str | None = None,
         split: str | None = None,
         download_retry: int = 2,
-        download_timeout: float = 60,
+        download_timeout: float = DEFAULT_TIMEOUT,
         validate_hash: str | None = None,
         keep_zip: bool = False,
         epoch_size: int | str | None = None,
@@ -100,7 +101,7 @@ class StreamingVisionDataset(StreamingDataset, _vision_base()):  # type: ignore[
             transforms = StandardTransform(transform, target_transform)
         self.transforms = transforms
 
-    def get_item(self, idx: int) -> Any:
+    def get_item(self, idx: int, retry: int = 7) -> Any:
         """The transformed ``(x, y)`` of the sample with global index `idx`."""
-        sample = super().get_item(idx)
+        sample = super().get_item(idx, retry)
         return self.transforms(sample["x"], sample["y"])

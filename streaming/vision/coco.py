@@ -51,9 +51,9 @@ class StreamingCOCO(StreamingDataset):
         super().__init__(**core_arguments(locals()))
         self.transform = transform
 
-    def get_item(self, idx: int) -> Any:
+    def get_item(self, idx: int, retry: int = 7) -> Any:
         """The sample with global index `idx`, its image converted to RGB, then transformed."""
-        sample = super().get_item(idx)
+        sample = super().get_item(idx, retry)
         img = sample["img"].convert("RGB")
         size = (sample["htot"], sample["wtot"])
         sizes, labels = sample["bbox_sizes"], sample["bbox_labels"]

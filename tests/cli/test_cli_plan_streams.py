@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 from streaming import MDSWriter, Stream, StreamingDataset
-from streaming.cli.planning import PlanRequest, StreamSpec, plan_first_ids
 from streaming.base.batching import generate_work
+from streaming.cli.planning import PlanRequest, StreamSpec, plan_first_ids
 from streaming.order.world import World
 
 

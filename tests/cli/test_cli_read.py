@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from streaming.format.compression import compress, decompress
 

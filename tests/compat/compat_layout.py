@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Decompress = Callable[[str, bytes], bytes]
 GetHash = Callable[[str, bytes], str]

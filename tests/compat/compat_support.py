@@ -15,10 +15,9 @@ import pickle
 import warnings
 from typing import Any
 
-import numpy as np
-
 import compat_layout as layout
 import compat_portable as portable
+import numpy as np
 from compat_layout import check_file_info, dataset_dir, listing, read_bytes  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -8,8 +8,9 @@ are regenerated. Keep every case small: the committed data must stay well under 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

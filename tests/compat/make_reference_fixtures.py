@@ -32,9 +32,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 sys.path.insert(0, HERE)
 
-import fixture_cases  # noqa: E402
 import compat_layout as layout  # noqa: E402
 import compat_portable as portable  # noqa: E402
+import fixture_cases  # noqa: E402
 
 _DIST_VERSIONS = ("mosaicml-streaming", "numpy", "pillow", "zstd", "brotli", "python-snappy",
                   "xxhash", "torch")

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 import compat_support as cs
+import pytest
 
 CASES = cs.case_names()
 MDS_ENCODINGS = {

@@ -12,9 +12,8 @@ import os
 import subprocess
 from typing import Any
 
-import pytest
-
 import compat_support as cs
+import pytest
 
 pytestmark = [pytest.mark.reference, pytest.mark.slow]
 REFERENCE = os.environ.get("STREAMING_REFERENCE_PYTHON")

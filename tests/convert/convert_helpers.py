@@ -3,7 +3,8 @@ that spawned worker processes can import."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from streaming.format import load_readers
 

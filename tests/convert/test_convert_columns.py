@@ -9,8 +9,13 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from streaming.convert.columns import (ConversionError, column_values,  # noqa: E402
-                                       infer_columns, infer_encoding, table_rows)
+from streaming.convert.columns import (  # noqa: E402
+    ConversionError,
+    column_values,
+    infer_columns,
+    infer_encoding,
+    table_rows,
+)
 from streaming.format.encodings import get_encoding  # noqa: E402
 
 

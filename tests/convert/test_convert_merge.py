@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,8 +13,13 @@ from hypothesis import strategies as st
 
 from streaming.format import load_readers
 from streaming.format.index import read_index_objects
-from streaming.merge import (_format_remote_index_files, _not_merged_index, merge_index,
-                             merge_partitions, merge_root)
+from streaming.merge import (
+    _format_remote_index_files,
+    _not_merged_index,
+    merge_index,
+    merge_partitions,
+    merge_root,
+)
 
 
 def _ids(root: str) -> list[int]:

@@ -15,8 +15,12 @@ import pytest
 pytest.importorskip("pyspark")
 from pyspark.sql import types as T  # noqa: E402
 
-from streaming.base.converters import (SPARK_TO_MDS, dataframe_to_mds,  # noqa: E402
-                                       infer_dataframe_schema, is_json_compatible)
+from streaming.base.converters import (  # noqa: E402
+    SPARK_TO_MDS,
+    dataframe_to_mds,
+    infer_dataframe_schema,
+    is_json_compatible,
+)
 from tests.convert.conftest import REPO  # noqa: E402
 from tests.convert.convert_helpers import read_back  # noqa: E402
 

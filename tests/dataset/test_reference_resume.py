@@ -12,10 +12,10 @@ import os
 
 import pytest
 
-pytestmark = pytest.mark.slow
-
 from streaming import StreamingDataLoader, StreamingDataset
 from tests.dataset.conftest import write_ints
+
+pytestmark = pytest.mark.slow
 
 CASES = json.load(open(os.path.join(os.path.dirname(__file__), "reference",
                                     "resume_cases.json")))["cases"]

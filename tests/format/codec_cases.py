@@ -8,9 +8,9 @@ patterns (no RNG), so both sides construct identical inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
-from collections.abc import Callable
 
 import numpy as np
 

@@ -6,10 +6,10 @@ import json
 import struct
 
 import pytest
+from formats_support import materialise, read_all, scratch_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats_support import materialise, read_all, scratch_dir
 from streaming.errors import ShardFormatError
 from streaming.format import JSONReader, JSONWriter, load_readers
 

@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from formats_support import materialise, read_all, same, scratch_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from formats_support import materialise, read_all, scratch_dir, same
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format import MDSReader, MDSWriter, load_readers
 from streaming.format.fileio import registry

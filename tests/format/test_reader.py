@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from formats_support import materialise
+
 from streaming.format import JSONWriter, MDSReader, MDSWriter, load_readers
 from streaming.format.fileio import MappingRegistry
 from streaming.format.index import FileInfo

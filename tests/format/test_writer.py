@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 
 import pytest
 
-from streaming.format import JSONWriter
-from streaming.format import MDSWriter, load_readers
+from streaming.format import JSONWriter, MDSWriter, load_readers
 from streaming.format.compression import decompress
 from streaming.storage.sink import Sink, SinkError, open_sink
 

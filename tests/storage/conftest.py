@@ -5,7 +5,7 @@ A fixture skips with the reason when its server cannot run here; CI installs all
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 

@@ -20,9 +20,10 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from typing import Any, Callable
+from typing import Any
 
 from streaming.storage import testing
 

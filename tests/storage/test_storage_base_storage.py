@@ -8,10 +8,19 @@ from typing import Any
 import pytest
 
 import streaming.base.storage as base_storage
-from streaming.base.storage import (AzureDownloader, AzureUploader, CloudDownloader,
-                                    CloudUploader, DatabricksUnityCatalogDownloader,
-                                    DBFSDownloader, GCSUploader, LocalDownloader, LocalUploader,
-                                    S3Downloader, S3Uploader)
+from streaming.base.storage import (
+    AzureDownloader,
+    AzureUploader,
+    CloudDownloader,
+    CloudUploader,
+    DatabricksUnityCatalogDownloader,
+    DBFSDownloader,
+    GCSUploader,
+    LocalDownloader,
+    LocalUploader,
+    S3Downloader,
+    S3Uploader,
+)
 from streaming.base.storage.download import DOWNLOADER_MAPPINGS, GCS_ERROR_NO_AUTHENTICATION
 from streaming.base.storage.upload import UPLOADERS, GCSAuthentication
 from streaming.storage import open_store

@@ -24,8 +24,8 @@ import pytest
 from streaming import StreamingDataset
 from streaming.storage.testing import wait_for_port
 from streaming.storage.transfer import TransferError
-from tests.storage.sample_data import check_sample, fetched_bytes_per_shard, index_of, write_local
 from tests.storage.proxy import Fault, FaultProxy
+from tests.storage.sample_data import check_sample, fetched_bytes_per_shard, index_of, write_local
 from tests.storage.servers import REPO, Server, free_port
 
 N = 320  # 8 shards of 40 samples

@@ -11,7 +11,8 @@ import os
 import pickle
 import signal
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -10,8 +10,13 @@ import pytest
 from streaming.errors import MissingDependencyError
 from streaming.storage import open_store, register_store, registered_schemes
 from streaming.storage.registry import get_store_spec
-from streaming.storage.urls import (parse_azure_url, parse_dbfs_url, parse_hf_url, parse_oci_url,
-                                    parse_sftp_url)
+from streaming.storage.urls import (
+    parse_azure_url,
+    parse_dbfs_url,
+    parse_hf_url,
+    parse_oci_url,
+    parse_sftp_url,
+)
 
 REFERENCE_SCHEMES = {"", "s3", "gs", "azure", "azure-dl", "sftp", "hf", "oci", "dbfs"}
 

@@ -10,7 +10,8 @@ import hashlib
 import os
 import random
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -24,9 +25,9 @@ from streaming.storage.transfer import (
     is_retryable,
     read,
 )
+from tests.storage.doubles import CountingStore
 from tests.storage.proxy import Fault, FaultProxy
 from tests.storage.servers import Server
-from tests.storage.doubles import CountingStore
 
 DATA = random.Random(7).randbytes(3 << 20)
 

@@ -17,8 +17,8 @@ import pytest
 
 from streaming import MDSWriter, StreamingDataset
 from streaming.storage import open_store
-from tests.storage.sample_data import COLUMNS, check_sample, index_of, tokens_for, write_local
 from tests.storage.proxy import Fault, FaultProxy
+from tests.storage.sample_data import COLUMNS, check_sample, index_of, tokens_for, write_local
 from tests.storage.servers import REPO, Server
 
 

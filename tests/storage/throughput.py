@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 from streaming.storage import fetch, open_store
 from tests.storage import servers

@@ -21,13 +21,19 @@ from streaming.format import (
 )
 
 __all__ = [
+    "CSVReader",
     "CSVWriter",
     "FileInfo",
+    "JSONReader",
     "JSONWriter",
+    "MDSReader",
     "MDSWriter",
     "Reader",
+    "TSVReader",
     "TSVWriter",
+    "XSVReader",
     "XSVWriter",
+    "_readers",
     "get_index_basename",
     "reader_from_json",
 ]

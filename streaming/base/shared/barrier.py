@@ -13,11 +13,12 @@ import numpy as np
 from streaming.base.shared.array import SharedArray
 from streaming.coord.lock import FileLock
 from streaming.coord.wait import Deadline, wait_until
+from streaming.defaults import NODE_WAIT_TIMEOUT
 
 __all__ = ["TIMEOUT", "SharedBarrier"]
 
 # Seconds one call may wait for the other processes before raising CoordinationError.
-TIMEOUT = 600.0
+TIMEOUT = NODE_WAIT_TIMEOUT
 
 
 class SharedBarrier:

@@ -239,7 +239,7 @@ class LocalUploader(CloudUploader):
     def list_objects(self, prefix: str | None = None) -> list[str]:
         """Sorted absolute paths of files under `local` that start with ``local/prefix``."""
         start = os.path.join(self.local, prefix or "")
-        found = []
+        found: list[str] = []
         for dirpath, _, files in os.walk(self.local):
             found.extend(
                 path for name in files if (path := os.path.join(dirpath, name)).startswith(start)

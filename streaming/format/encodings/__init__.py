@@ -41,7 +41,6 @@ from streaming.format.encodings.scalars import (
 from streaming.format.encodings.serialized import JSON, Pickle
 from streaming.format.encodings.text import Bytes, Str, StrDecimal, StrEncoding, StrFloat, StrInt
 
-
 __all__ = [
     "JPEG",
     "JSON",

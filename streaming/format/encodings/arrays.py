@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -153,7 +153,7 @@ class NDArray(Encoding):
         if self.size is not None:  # hot path of fixed columns: no header to parse
             if len(data) != self.size:
                 raise ShardFormatError(f"ndarray needs {self.size} bytes, got {len(data)}.")
-            return np.ndarray(self.shape, self._le, data)
+            return np.ndarray(cast(tuple[int, ...], self.shape), self._le, data)
         dtype = self._le
         pos = 0
         try:
@@ -181,7 +181,7 @@ class NDArray(Encoding):
     def decode_many(self, rows: np.ndarray) -> Any:
         if self.fixed_dtype is None:
             return super().decode_many(rows)
-        return typed_rows(rows, self.fixed_dtype).reshape((len(rows), *self.shape))
+        return typed_rows(rows, self.fixed_dtype).reshape((len(rows), *(self.shape or ())))
 
 
 register_encoding("ndarray", NDArray)

@@ -8,7 +8,6 @@ text, arrays, images, serialized, lists). Imports numpy only.
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,7 +43,7 @@ class Encoding:
     def decode(self, data: bytes | memoryview) -> Any:
         raise NotImplementedError
 
-    def decode_many(self, rows: np.ndarray) -> Sequence[Any]:
+    def decode_many(self, rows: np.ndarray) -> Any:
         """Decode `n` fixed-size values at once.
 
         Args:

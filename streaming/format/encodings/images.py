@@ -7,9 +7,9 @@ error names the pip command.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from io import BytesIO
 from typing import TYPE_CHECKING, Any, ClassVar
-from collections.abc import Sequence
 
 from streaming.errors import MissingDependencyError, ShardFormatError
 from streaming.format.encodings._framing import frame_count, pack_frames, unpack_frames

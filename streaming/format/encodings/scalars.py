@@ -68,6 +68,8 @@ class Scalar(Encoding):
         dtype: The numpy scalar type (`np.uint16`), or anything `np.dtype` accepts.
     """
 
+    fixed_dtype: np.dtype  # always set: every scalar has a fixed size
+
     def __init__(self, dtype: Any) -> None:
         np_dtype = np.dtype(dtype)
         self.dtype = np_dtype.type

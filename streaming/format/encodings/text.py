@@ -36,7 +36,7 @@ class Str(Encoding):
 
     def decode(self, data: bytes | memoryview) -> str:
         try:
-            return data.decode()  # bytes: the fastest path (UTF-8 is the default)
+            return data.decode()  # type: ignore[union-attr]  # bytes: the fastest path (UTF-8 is the default)
         except AttributeError:  # a memoryview over a shard
             return str(data, "utf-8")
 

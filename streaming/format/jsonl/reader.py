@@ -8,7 +8,8 @@ the reference wrote), else one sample at a time.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from streaming.format.index import FileInfo
 from streaming.format.reader import SplitReader

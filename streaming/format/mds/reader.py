@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from itertools import chain, pairwise
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from streaming.format.encodings import get_encoding, get_mds_encodings, is_mds_encoding
 from streaming.format.writer import JointWriter, uint32_offsets

@@ -7,7 +7,8 @@ at once and decodes column by column.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from streaming.errors import ShardFormatError
 from streaming.format.index import FileInfo
@@ -40,7 +41,8 @@ class XSVReader(SplitReader):
     """
 
     format = "xsv"
-    _required_keys = ("column_encodings", "column_names", "newline", "separator")
+    _required_keys: tuple[str, ...] = ("column_encodings", "column_names", "newline",
+                                       "separator")
     _transient = ("_state", "_decoders")
 
     def __init__(self, dirname: str, split: str | None, column_encodings: list[str],

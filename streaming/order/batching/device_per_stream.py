@@ -7,6 +7,7 @@ which stream fills each device batch slot (spec §6.5). Pure numpy.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -69,7 +70,7 @@ def plan_device_per_stream(config: PlanConfig, world: World, epoch: int,
 
     partitions = [
         stream_partition(config, epoch, i, ncn, world.ranks_per_node, world.workers_per_rank, 1,
-                         lambda block, i=i: check_block(block, i))
+                         functools.partial(check_block, stream_id=i))
         for i in range(len(config.proportions))]
     per_node = ncn // nodes
     per_node_batches = [_node_batches(partitions, node, per_node, batch_size)

@@ -26,12 +26,10 @@ _DIVISIBILITY = ('Either canonical or physical nodes must be evenly divisible by
 
 def check_nodes_divide(num_canonical_nodes: int, num_physical_nodes: int) -> None:
     """Raise the reference's error unless one node count divides the other."""
-    if num_canonical_nodes < num_physical_nodes:
-        if num_physical_nodes % num_canonical_nodes:
-            raise ValueError(_DIVISIBILITY)
-    elif num_physical_nodes < num_canonical_nodes:
-        if num_canonical_nodes % num_physical_nodes:
-            raise ValueError(_DIVISIBILITY)
+    larger, smaller = max(num_canonical_nodes, num_physical_nodes), min(num_canonical_nodes,
+                                                                         num_physical_nodes)
+    if larger % smaller:
+        raise ValueError(_DIVISIBILITY)
 
 
 def partition_orig(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,

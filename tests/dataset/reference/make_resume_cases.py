@@ -63,6 +63,7 @@ def run_case(case: dict, root: str) -> dict:
 
 def main() -> None:
     import numpy
+
     import streaming
 
     out = []

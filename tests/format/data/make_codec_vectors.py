@@ -23,9 +23,9 @@ from importlib.metadata import version
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # tests/format, for codec_cases
 
+import codec_cases as cases  # noqa: E402
 import numpy as np  # noqa: E402
 
-import codec_cases as cases  # noqa: E402
 from streaming.base import compression, hashing  # noqa: E402
 from streaming.base.format.mds import encodings  # noqa: E402
 
