@@ -68,11 +68,12 @@ def start_server(workdir: str) -> Any:
         return start_moto(bucket="bench")
 
 
-def write_mds(url: str, data: np.ndarray) -> float:
+def write_mds(url: str, data: np.ndarray, hashes: list[str] | None = None) -> float:
     from streaming import MDSWriter
 
     start = time.perf_counter()
-    with MDSWriter(out=url, columns={"tokens": "ndarray:uint16:1024", "id": "int"}) as writer:
+    with MDSWriter(out=url, columns={"tokens": "ndarray:uint16:1024", "id": "int"},
+                   hashes=hashes) as writer:
         for i, row in enumerate(data):
             writer.write({"tokens": row, "id": i})
     return time.perf_counter() - start
@@ -165,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(both default to 8 x batch size); for profiling, not the headline run")
     parser.add_argument("--no-create-venvs", action="store_true")
     parser.add_argument("--json", help="also write the raw measurements here")
+    parser.add_argument("--hashes", help="digests the MDS index carries, e.g. xxh3_64 (a fast "
+                        "digest is then verified on every download: this measures its cost)")
     args = parser.parse_args(argv)
     n = args.samples or (FULL_SAMPLES // 10 if args.quick else FULL_SAMPLES)
     repeat = args.repeat or (1 if args.quick else 2)
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, row in enumerate(data):
             expected ^= touch(row) ^ i
         mds_url, lit_url = server.url(f"mds-{n}"), server.url(f"litdata-{n}")
-        write_seconds = write_mds(mds_url, data)
+        write_seconds = write_mds(mds_url, data, args.hashes.split(",") if args.hashes else None)
         del data
         print(f"[bench_remote] wrote {n:,} samples to {mds_url} in {write_seconds:.1f} s",
               file=sys.stderr, flush=True)

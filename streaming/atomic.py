@@ -24,12 +24,14 @@ def temp_name_for(path: str) -> str:
     return f"{path}.tmp.{os.getpid()}.{secrets.token_hex(6)}"
 
 
-def discard(path: str) -> None:
-    """Remove `path` if it exists (a temp file left by a failed or abandoned write)."""
+def discard(path: str) -> bool:
+    """Remove `path` if it exists (a temp file left by a failed or abandoned write, a record of
+    the dead); True if this call removed it."""
     try:
         os.remove(path)
     except FileNotFoundError:
-        pass
+        return False
+    return True
 
 
 @contextlib.contextmanager

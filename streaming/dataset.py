@@ -29,15 +29,15 @@ from streaming.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
-from streaming.config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.coord import open_namespace
 from streaming.coord.barrier import LATCH_SLOTS, Latch, once_per_node
+from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
 from streaming.format.reader import Reader
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.plan import Resolution, StreamTable, plan, plan_config, resolve_epoch
 from streaming.order.world import World
-from streaming.registry import construct_from_registry
+from streaming.plugins import construct_from_registry
 from streaming.spanner import Spanner
 from streaming.stream import Stream, streams_registry
 

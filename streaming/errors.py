@@ -17,6 +17,16 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
     └── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
 
+Defined next to the code that raises them (and deriving from `StreamingError` all the same)::
+
+    LevelError (ValueError, AssertionError)          format.compression: a level out of range
+    EncodingConfigError (ValueError, AssertionError) format.encodings: a bad encoding string
+    ObjectNotFoundError (FileNotFoundError)          storage: no such object; names the URL
+    AccessDeniedError (PermissionError)              storage: the server refused; names the URL
+    SinkError                                        storage.sink: a writer's upload failed
+    CacheFullError (ValueError)                      cache.eviction: nothing left to evict
+    IncompletePartitionError (FileNotFoundError)     merge: a sub-dataset without its index
+
 Warnings::
 
     RemoteUnavailableWarning (UserWarning)   no remote index; the cached copy is used

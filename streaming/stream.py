@@ -17,7 +17,7 @@ import numpy as np
 
 from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.config import StreamDefaults
+from streaming.dataset_config import StreamDefaults
 from streaming.errors import IndexFormatError
 from streaming.format import reader_for_entry
 from streaming.format.index import get_index_basename, naming_index
@@ -28,7 +28,7 @@ from streaming.order.weighting import (
     check_stream_weights,
     validate_weights,
 )
-from streaming.registry import TypedRegistry, create_registry
+from streaming.plugins import TypedRegistry, create_registry
 from streaming.storage import open_store
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
-"""Old import path `streaming.base.registry_utils`: aliases of `streaming.registry`."""
+"""Old import path `streaming.base.registry_utils`: aliases of `streaming.plugins`."""
 
 from __future__ import annotations
 
-from streaming.registry import (
+from streaming.plugins import (
     TypedRegistry,
     construct_from_registry,
     create_registry,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from streaming.compat_util import get_import_exception_message, wait_for_file_to_exist
+from streaming.base._compat import get_import_exception_message, wait_for_file_to_exist
+from streaming.base._retry import retry
 from streaming.coord.cleanup import clean_stale_shared_memory
-from streaming.retry import retry
 from streaming.units import bytes_to_int, get_list_arg, number_abbrev_to_int
 
 _MERGE_NAMES = (

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from streaming.errors import StreamingError
+
 __all__ = ["NEVER", "choose_evictions", "CacheFullError"]
 
 #: `next_use` value for a shard the rest of the epoch does not need.
 NEVER = np.iinfo(np.int64).max
 
 
-class CacheFullError(ValueError):
+class CacheFullError(StreamingError, ValueError):
     """Even evicting every evictable shard would not make enough room."""
 
 

@@ -17,9 +17,10 @@ import logging
 import os
 import time
 
+from streaming.atomic import discard
 from streaming.coord.liveness import is_alive, mapped_shm_paths
 from streaming.coord.names import LEGACY_RE, namespace_of_block
-from streaming.coord.registry import (
+from streaming.coord.records import (
     ensure_state_dir,
     live_holders,
     prune_local_index,
@@ -101,14 +102,14 @@ def _clean_state_files(state_dir: str, live: set[str]) -> list[str]:
     """Lock files of dead namespaces, local-directory entries of dead users, crashed temp files."""
     removed = []
     for path in glob.glob(os.path.join(glob.escape(state_dir), "ss_*.lock")):
-        if os.path.basename(path).split(".")[0] not in live and _unlink(path):
+        if os.path.basename(path).split(".")[0] not in live and discard(path):
             removed.append(path)
     for path in glob.glob(os.path.join(glob.escape(state_dir), "local-*.json")):
         if prune_local_index(path, live):
             removed.append(path)
     for path in glob.glob(os.path.join(glob.escape(state_dir), "*.tmp.*")):
         pid = path.rsplit(".", 1)[-1]
-        if pid.isdigit() and not is_alive(int(pid)) and _unlink(path):
+        if pid.isdigit() and not is_alive(int(pid)) and discard(path):
             removed.append(path)
     return removed
 
@@ -122,11 +123,3 @@ def _clean_legacy() -> list[str]:
     if mapped is None:
         return []
     return [n for n in names if f"{SHM_DIR}/{n}" not in mapped and unlink_block(n)]
-
-
-def _unlink(path: str) -> bool:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True

@@ -25,7 +25,7 @@ from streaming.coord.claims import ShardClaims
 from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
 from streaming.coord.names import block_name, lock_path
-from streaming.coord.registry import (
+from streaming.coord.records import (
     Record,
     holder_entry,
     live_holders,

@@ -20,7 +20,7 @@ from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT
 from streaming.coord.names import job_key, namespace_name
 from streaming.coord.namespace import Namespace
-from streaming.coord.registry import (
+from streaming.coord.records import (
     Record,
     add_local_user,
     ensure_state_dir,

@@ -21,7 +21,7 @@ from multiprocessing import util as mp_util
 
 from streaming.coord.liveness import Identity
 from streaming.coord.lock import FileLock
-from streaming.coord.registry import (
+from streaming.coord.records import (
     holder_entry,
     live_holders,
     read_record,

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from streaming.errors import MissingDependencyError
+from streaming.errors import MissingDependencyError, StreamingError
 
 __all__ = [
     "Brotli",
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-class LevelError(ValueError, AssertionError):
+class LevelError(StreamingError, ValueError, AssertionError):
     """A compression level outside the family's list (the reference fails an `assert` here)."""
 
 

@@ -173,5 +173,5 @@ def _reset_lock(ref: weakref.ref) -> None:
         owner._lock = threading.Lock()
 
 
-# The process-wide registry used by every reader.
-registry = MappingRegistry()
+# The process-wide bound on open mappings, used by every reader.
+open_mappings = MappingRegistry()

@@ -19,7 +19,7 @@ import numpy as np
 
 from streaming.array import Array
 from streaming.errors import IndexFormatError, ShardFormatError
-from streaming.format.fileio import map_file, registry
+from streaming.format.fileio import map_file, open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
 from streaming.format.shard_files import RAW, ZIP, ShardFiles
 from streaming.units import bytes_to_int
@@ -197,7 +197,7 @@ class Reader(Array, ABC):
         state = self._state
         if state is None:
             state = self._state = self._load()
-            registry.opened(self._drop)
+            open_mappings.opened(self._drop)
         return state
 
     def _drop(self) -> None:
@@ -207,7 +207,7 @@ class Reader(Array, ABC):
         """Forget the mapping; the next access maps the (possibly new) file again."""
         if self._state is not None:
             self._state = None
-            registry.closed(self)
+            open_mappings.closed(self)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()

@@ -15,7 +15,7 @@ from typing import Any, Union
 
 from streaming.format.index import get_index_basename
 from streaming.storage import open_store
-from streaming.storage.registry import scheme_of
+from streaming.storage.schemes import scheme_of
 
 IndexSource = Union[str, "tuple[str, str]"]
 

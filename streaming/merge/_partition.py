@@ -13,12 +13,13 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, cast
 
+from streaming.errors import StreamingError
 from streaming.format.index import FileInfo, ShardEntry
 from streaming.merge._locate import IndexSource, _has_scheme, _open_store, _relative, _url_dir
 from streaming.storage import fetch
 
 
-class IncompletePartitionError(FileNotFoundError):
+class IncompletePartitionError(StreamingError, FileNotFoundError):
     """A sub-dataset whose index names files that are missing or of the wrong size."""
 
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from streaming.base.storage import CloudDownloader
-from streaming.compat_util import EpochCursor, core_arguments
-from streaming.coord.constants import TICK
+from streaming.base._compat import EpochCursor, core_arguments
+from streaming.base.constant import TICK
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.storage import fetch, open_store
 
 if TYPE_CHECKING:
     from streaming.order.world import World
@@ -81,16 +81,17 @@ class _OutsideWebVid(StreamingDataset):
         self.download_timeout = download_timeout
         self.extra_local = extra_local
         self.extra_remote = extra_remote
-        self._extra_downloader = CloudDownloader.get(extra_remote)
+        self.download_retry = download_retry
+        self._extra_store = open_store(extra_remote) if extra_remote else None
 
     def _fetch_extra(self, rel_path: str) -> str | None:
         """Local path of a sample's video file, downloading it once; None without extra dirs."""
-        if not (self.extra_local and self.extra_remote):
+        if not self.extra_local or self._extra_store is None:
             return None
         local = os.path.join(self.extra_local, rel_path)
         if not os.path.exists(local):
-            remote = os.path.join(self.extra_remote, rel_path)
-            self._extra_downloader.download(remote, local, self.download_timeout)
+            fetch(self._extra_store, rel_path.replace(os.sep, "/"), local,
+                  retries=max(1, self.download_retry), timeout=self.download_timeout)
         return local
 
     def get_item(self, idx: int, retry: int = 7) -> Any:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from streaming.order.batching import plan_epoch, planners
 from streaming.order.checkpoint import Checkpoint, check_state_dict
-from streaming.order.config import PlanConfig
 from streaming.order.defaults import (
     resolve_num_canonical_nodes,
     resolve_predownload,
@@ -30,6 +29,7 @@ from streaming.order.plan import (
     plan_config,
     resolve_epoch,
 )
+from streaming.order.plan_config import PlanConfig
 from streaming.order.resample import Resampled, StreamLayout, resample, resample_streams
 from streaming.order.sampling import get_sampling
 from streaming.order.shuffle import get_shuffle

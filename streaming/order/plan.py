@@ -22,7 +22,6 @@ from numpy.typing import NDArray
 
 from streaming.order.batching import plan_epoch
 from streaming.order.checkpoint import Checkpoint
-from streaming.order.config import PlanConfig
 from streaming.order.defaults import (
     check_batching_method,
     check_epoch_size,
@@ -32,6 +31,7 @@ from streaming.order.defaults import (
     resolve_num_canonical_nodes,
     resolve_shuffle_block_size,
 )
+from streaming.order.plan_config import PlanConfig
 from streaming.order.resample import StreamLayout
 from streaming.order.weighting import StreamWeights, apply_weights
 from streaming.order.world import World

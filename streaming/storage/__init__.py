@@ -9,7 +9,7 @@ Nothing here knows about shards, caches or torch.
 from __future__ import annotations
 
 from streaming.storage.base import Store
-from streaming.storage.registry import open_store, register_store, registered_schemes
+from streaming.storage.schemes import open_store, register_store, registered_schemes
 from streaming.storage.transfer import TransferResult, fetch, push
 
 __all__ = ["Store", "TransferResult", "fetch", "open_store", "push", "register_store",

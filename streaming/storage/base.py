@@ -34,11 +34,11 @@ ProgressFn = Callable[[int], None]
 """Called with the number of bytes just moved (an increment, not a running total)."""
 
 
-class ObjectNotFoundError(FileNotFoundError):
+class ObjectNotFoundError(StreamingError, FileNotFoundError):
     """A store has no object at a path; the message names the full URL. Never retried."""
 
 
-class AccessDeniedError(PermissionError):
+class AccessDeniedError(StreamingError, PermissionError):
     """A store refused the credentials or the operation; the message names the URL."""
 
 

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from streaming.errors import StreamingError
 from streaming.storage.base import Store
-from streaming.storage.registry import get_store_spec, open_store, scheme_of
+from streaming.storage.schemes import get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import push
 from streaming.storage.urls import split_out
 
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 _THREAD_FAILED = "One of the threads failed. Check other traceback for more details."
 
 
-class SinkError(Exception):
+class SinkError(StreamingError):
     """A background put failed; the message is the reference's, the cause is chained."""
 
     def __init__(self) -> None:

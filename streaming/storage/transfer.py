@@ -119,7 +119,7 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
 
 
 def _within(timeout: float | None, call: Callable[[], T], what: str,
-            abandoned: Callable[[], None] = lambda: None) -> T:
+            abandoned: Callable[[], object] = lambda: None) -> T:
     """`call()`, or `TimeoutError` once `timeout` seconds pass, even if it is blocked.
 
     A client blocked on a stalled socket cannot be interrupted from Python, so the call runs in a

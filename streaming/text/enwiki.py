@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from streaming.compat_util import core_arguments
+from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.compat_util import core_arguments
+from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.errors import MissingDependencyError

@@ -10,7 +10,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-from streaming.compat_util import core_arguments
+from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.vision.transforms import StandardTransform

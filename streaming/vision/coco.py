@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streaming.compat_util import core_arguments
+from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 
 __all__ = ["StreamingCOCO"]

@@ -99,7 +99,7 @@ def test_plan_shows_each_worker_and_resumption(cli: Callable) -> None:
 
 
 def test_clean_reports_what_it_removed(cli: Callable, tmp_path: Any) -> None:
-    from streaming.coord.registry import ensure_state_dir
+    from streaming.coord.records import ensure_state_dir
 
     state = ensure_state_dir(str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

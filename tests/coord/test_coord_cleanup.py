@@ -11,7 +11,7 @@ import pytest
 from coord_workers import hold_namespace
 
 from streaming.coord import ShmBlock, clean_stale_shared_memory, open_namespace
-from streaming.coord.registry import read_record, write_record
+from streaming.coord.records import read_record, write_record
 from streaming.coord.shm import block_exists, list_blocks, unlink_block
 
 JOB = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "3333", "RANK": "0"}

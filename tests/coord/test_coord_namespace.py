@@ -15,7 +15,7 @@ import pytest
 from coord_workers import attach_and_report, attach_then_wait, hold_namespace, read_plan
 
 from streaming.coord import ShmBlock, open_namespace
-from streaming.coord.registry import read_record
+from streaming.coord.records import read_record
 from streaming.coord.shm import list_blocks
 from streaming.errors import CoordinationError
 

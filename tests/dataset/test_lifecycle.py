@@ -20,7 +20,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from streaming import Stream, StreamingDataLoader, StreamingDataset
-from streaming.coord.registry import ensure_state_dir, read_record, registry_lock
+from streaming.coord.records import ensure_state_dir, read_record, registry_lock
 from streaming.coord.release import RELEASE_TIMEOUT, pending_count
 from streaming.coord.wait import wait_until
 from tests.dataset.conftest import write_ints

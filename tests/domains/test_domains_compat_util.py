@@ -1,4 +1,4 @@
-"""`streaming.compat_util`: the reference's small helpers re-exported by `streaming.base.util`."""
+"""`streaming.base._compat`: the reference's small helpers re-exported by `streaming.base.util`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from streaming.base._compat import LEGACY_DOMAIN_DEFAULTS, core_arguments
 from streaming.base.util import get_import_exception_message, wait_for_file_to_exist
-from streaming.compat_util import LEGACY_DOMAIN_DEFAULTS, core_arguments
 
 
 def test_wait_returns_once_the_file_appears(tmp_path) -> None:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from streaming.compat_util import EpochCursor
+from streaming.base._compat import EpochCursor
 from streaming.multimodal import (
     StreamingInsideWebVid,
     StreamingOutsideDTWebVid,

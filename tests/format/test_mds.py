@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format import MDSReader, MDSWriter, load_readers
-from streaming.format.fileio import registry
+from streaming.format.fileio import open_mappings
 from streaming.format.mds import reader as mds_reader
 
 GOLDEN_HEAD = "02000000dd000000f80000000f010000"
@@ -314,10 +314,10 @@ def test_pickled_reader_remaps(tmp_path) -> None:
 
 @pytest.fixture
 def small_registry():
-    before = registry.capacity
-    registry.capacity = 3
-    yield registry
-    registry.capacity = before
+    before = open_mappings.capacity
+    open_mappings.capacity = 3
+    yield open_mappings
+    open_mappings.capacity = before
 
 
 def test_mapping_budget_bounds_open_files(tmp_path, small_registry) -> None:

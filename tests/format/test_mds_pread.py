@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from streaming.errors import ShardFormatError
 from streaming.format import MDSWriter, load_readers
+from streaming.format.mds import read_plan
 from streaming.format.mds import reader as mds_reader
 
-BIG = mds_reader._PREAD_MIN
+BIG = read_plan.PREAD_MIN
 
 COLUMNS = {
     "a_id": "int",  # small, fixed, before everything
@@ -161,8 +162,8 @@ def test_an_abandoned_read_closes_its_descriptor(tmp_path) -> None:
 
 
 def test_a_subclass_overriding_decode_is_called(tmp_path, monkeypatch) -> None:
-    from streaming.format.encodings.registry import _encodings
     from streaming.format.encodings.scalars import Int
+    from streaming.format.encodings.table import _encodings
 
     class Shifted(Int):  # inherits Int's struct code, not its decoding
         def decode(self, data: bytes | memoryview) -> int:

@@ -21,7 +21,7 @@ ALIASES = [
     ('streaming.base.shuffle.py1s', 'divide_spans', 'streaming.order.shuffle.py1s'),
 ] + [('streaming.base.shuffle', f'get_shuffle_{a}', f'streaming.order.shuffle.{a}')
      for a in ('naive', 'py1s', 'py2s', 'py1br', 'py1e', 'py1b')] + [
-    ('streaming.base.distributed', name, 'streaming.distributed')
+    ('streaming.base.distributed', name, 'streaming.base.distributed')
     for name in ('get_rank', 'get_world_size', 'get_local_rank', 'get_local_world_size',
                  'barrier', 'broadcast', 'all_gather', 'all_gather_object', 'maybe_init_dist')]
 
@@ -57,5 +57,5 @@ def test_registries_name_the_reference_algorithms() -> None:
 
 def test_planner_imports_without_torch() -> None:
     code = ('import sys, streaming.order, streaming.base.batching, streaming.base.world, '
-            'streaming.distributed; assert "torch" not in sys.modules')
+            'streaming.base.distributed; assert "torch" not in sys.modules')
     subprocess.run([sys.executable, '-c', code], check=True)

@@ -1,10 +1,10 @@
-"""`World` and the env-only rank helpers of `streaming.distributed`."""
+"""`World` and the env-only rank helpers of `streaming.base.distributed`."""
 
 from __future__ import annotations
 
 import pytest
 
-from streaming import distributed
+from streaming.base import distributed
 from streaming.order.world import World
 
 FIELDS = ['node', 'num_nodes', 'is_multinode', 'rank', 'num_ranks', 'rank_of_node',

@@ -9,7 +9,7 @@ import pytest
 
 from streaming.errors import MissingDependencyError
 from streaming.storage import open_store, register_store, registered_schemes
-from streaming.storage.registry import get_store_spec
+from streaming.storage.schemes import get_store_spec
 from streaming.storage.urls import (
     parse_azure_url,
     parse_dbfs_url,

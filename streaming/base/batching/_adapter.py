@@ -15,8 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.order.batching import Planner
-from streaming.order.config import PlanConfig
 from streaming.order.plan import _NEED_BATCH_SIZE
+from streaming.order.plan_config import PlanConfig
 from streaming.order.resample import StreamLayout
 from streaming.order.world import World
 

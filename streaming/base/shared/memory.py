@@ -12,7 +12,7 @@ import atexit
 from time import sleep
 from typing import Any
 
-from streaming.coord.constants import TICK
+from streaming.base.constant import TICK
 from streaming.coord.shm import ShmBlock, random_name
 
 __all__ = ["SharedMemory"]

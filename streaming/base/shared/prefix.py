@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from streaming.base.constant import BARRIER_FILELOCK, CACHE_FILELOCK, LOCALS, SHM_TO_CLEAN, TICK
 from streaming.base.shared.memory import SharedMemory
-from streaming.coord.constants import BARRIER_FILELOCK, CACHE_FILELOCK, LOCALS, SHM_TO_CLEAN, TICK
 from streaming.coord.liveness import mapped_shm_paths
 from streaming.coord.opening import check_self
 from streaming.coord.shm import SHM_DIR

@@ -13,7 +13,7 @@ import posixpath
 from typing import Any, ClassVar
 
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
-from streaming.storage.registry import get_store_spec, open_store, scheme_of
+from streaming.storage.schemes import get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import fetch
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from streaming.base.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.base import join_key, split_url
-from streaming.storage.registry import open_store, scheme_of
+from streaming.storage.schemes import open_store, scheme_of
 from streaming.storage.transfer import push
 from streaming.storage.urls import split_out
 

@@ -11,18 +11,6 @@ from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import Encoding, EncodingConfigError
 from streaming.format.encodings.images import JPEG, PIL, PNG, JPEGArray
 from streaming.format.encodings.lists import JPEGList, List, PILList, PNGList
-from streaming.format.encodings.registry import (
-    _encodings,
-    _unsafe_encodings,
-    get_encoding,
-    get_mds_encoded_size,
-    get_mds_encodings,
-    is_mds_encoding,
-    is_mds_encoding_safe,
-    mds_decode,
-    mds_encode,
-    register_encoding,
-)
 from streaming.format.encodings.scalars import (
     Float16,
     Float32,
@@ -39,6 +27,18 @@ from streaming.format.encodings.scalars import (
     UInt64,
 )
 from streaming.format.encodings.serialized import JSON, Pickle
+from streaming.format.encodings.table import (
+    _encodings,
+    _unsafe_encodings,
+    get_encoding,
+    get_mds_encoded_size,
+    get_mds_encodings,
+    is_mds_encoding,
+    is_mds_encoding_safe,
+    mds_decode,
+    mds_encode,
+    register_encoding,
+)
 from streaming.format.encodings.text import Bytes, Str, StrDecimal, StrEncoding, StrFloat, StrInt
 
 __all__ = [

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from streaming.errors import StreamingError
 
-class EncodingConfigError(ValueError, AssertionError):
+
+class EncodingConfigError(StreamingError, ValueError, AssertionError):
     """An encoding string or constructor argument that names no valid encoding.
 
     The reference signals these with bare `assert`s (`NDArray('foo')`, `ndarray::3`), so this is

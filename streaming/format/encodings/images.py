@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from streaming.errors import MissingDependencyError, ShardFormatError
 from streaming.format.encodings._framing import frame_count, pack_frames, unpack_frames
 from streaming.format.encodings.base import Encoding
-from streaming.format.encodings.registry import register_encoding
+from streaming.format.encodings.table import register_encoding
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL.Image import Image as PILImage

@@ -11,7 +11,7 @@ from typing import Any
 from streaming.format.encodings._framing import pack_frames, unpack_frames
 from streaming.format.encodings.base import Encoding
 from streaming.format.encodings.images import JPEG, PIL, PNG
-from streaming.format.encodings.registry import register_encoding
+from streaming.format.encodings.table import register_encoding
 
 __all__ = ["JPEGList", "List", "PILList", "PNGList"]
 

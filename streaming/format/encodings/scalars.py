@@ -14,7 +14,7 @@ import numpy as np
 
 from streaming.errors import ShardFormatError
 from streaming.format.encodings.base import Encoding, typed_rows
-from streaming.format.encodings.registry import register_encoding
+from streaming.format.encodings.table import register_encoding
 
 __all__ = [
     "Float16",

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from streaming.format.encodings.base import Encoding
-from streaming.format.encodings.registry import register_encoding
+from streaming.format.encodings.table import register_encoding
 
 __all__ = ["JSON", "Pickle"]
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from streaming.format.encodings.base import Encoding
-from streaming.format.encodings.registry import register_encoding
+from streaming.format.encodings.table import register_encoding
 
 __all__ = ["Bytes", "Str", "StrDecimal", "StrEncoding", "StrFloat", "StrInt"]
 

@@ -20,9 +20,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
-from streaming.format.encodings import Encoding, get_encoding, is_mds_encoding_safe
+from streaming.format.encodings import get_encoding, is_mds_encoding_safe
 from streaming.format.fileio import FileIdentity, map_file_identified, open_same, prefetch
 from streaming.format.index import FileInfo
+from streaming.format.mds.read_plan import PREAD_MIN, Column, ReadPlan, pread_plan
 from streaming.format.reader import JointReader
 
 __all__ = ["MDSReader"]
@@ -36,86 +37,15 @@ _PAIR = struct.Struct("<II")
 # (measured: 4 MiB blocks of 100 KB samples +1.5 us per sample against whole 64 MiB shards).
 _BLOCK_BYTES = 64 << 20  # at most this many sample bytes per block (the default shard size) ...
 _BLOCK_MAX = 4096  # ... and at most this many samples (tiny samples)
-# Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
-# large value (and one per run of small ones), instead of copied out of the mapping: the kernel's
-# copy skips mapping every page into the process (measured on 100 KB values: 17 us against 22 us
-# per value; the two meet near 8 KB).
-_PREAD_MIN = 16 << 10
-
-
 def block_samples(mean_size: int) -> int:
     """Samples per sequential block: `_BLOCK_BYTES` worth of them, within ``[1, _BLOCK_MAX]``."""
     return max(1, min(_BLOCK_MAX, _BLOCK_BYTES // max(mean_size, 1)))
-
-
-class _Column(NamedTuple):
-    name: str
-    coder: Encoding
-    size: int | None  # fixed size from the index, None when the sample stores a length
-    slot: int  # index of this column's length in the sample header (variable columns only)
 
 
 class _Mapped(NamedTuple):
     view: memoryview  # the whole shard file
     offsets: np.ndarray  # (n + 1,) uint32 absolute sample offsets, a view of the header
     identity: FileIdentity  # of the file mapped, so a pread never reads a newer file
-
-
-# One `os.pread` of a sample: (name, decode, offset in the sample, size, bytes to read, parts).
-# A large value has parts None and its column's decode.
-# A run of small values has parts (name, decode, offset in the run, size) each, or, when they
-# are all `struct_code` numbers, parts their names and decode one `unpack_from` for them all.
-# The run that ends a sample also reads the next sample's header, saving a read per sample.
-_ReadStep = tuple[Any, Any, int, int, int, Any]
-
-
-class _ReadPlan(NamedTuple):
-    steps: list[_ReadStep]
-    size: int  # the sample's bytes, header included
-
-
-def _struct_code(coder: Encoding) -> str:
-    """The coder's `struct_code` if its `decode` is the one that code stands for (a subclass
-    overriding `decode`, e.g. a user's registered encoding, inherits the code but not its
-    meaning), else ''."""
-    def owner(attr: str) -> type:
-        return next(k for k in type(coder).__mro__ if attr in vars(k))
-
-    if not coder.struct_code or owner("decode") is not owner("struct_code"):
-        return ""
-    return coder.struct_code
-
-
-def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
-              want: int) -> _ReadStep:
-    codes = [_struct_code(coder) for _, coder, _, _ in run]
-    if all(codes):
-        return (None, struct.Struct("<" + "".join(codes)).unpack_from, at, size, want,
-                [name for name, _, _, _ in run])
-    return (None, None, at, size, want,
-            [(name, coder.decode, offset, length) for name, coder, offset, length in run])
-
-
-def _pread_plan(columns: list[_Column], lengths: tuple[int, ...], head_size: int) -> _ReadPlan:
-    """The reads of one sample layout: one per value of at least `_PREAD_MIN` bytes and one per
-    run of smaller values between them (positions count from the start of the sample)."""
-    steps: list[_ReadStep] = []
-    run: list[tuple[str, Encoding, int, int]] = []
-    pos = run_at = head_size
-    for column in columns:
-        size = lengths[column.slot] if column.size is None else column.size
-        if size >= _PREAD_MIN:
-            if run:
-                steps.append(_run_step(run, run_at, pos - run_at, pos - run_at))
-                run = []
-            steps.append((column.name, column.coder.decode, pos, size, size, None))
-            run_at = pos + size
-        else:
-            run.append((column.name, column.coder, pos - run_at, size))
-        pos += size
-    if run or not steps:
-        steps.append(_run_step(run, run_at, pos - run_at, pos - run_at + head_size))
-    return _ReadPlan(steps, pos)
 
 
 class MDSReader(JointReader):
@@ -148,7 +78,7 @@ class MDSReader(JointReader):
         self.column_encodings = column_encodings
         self.column_names = column_names
         self.column_sizes = column_sizes
-        self._columns: list[_Column] | None = None  # built on first decode (users may still
+        self._columns: list[Column] | None = None  # built on first decode (users may still
         self._head: struct.Struct | None = None  # be registering custom encodings before)
 
     def validate(self, allow_unsafe_types: bool) -> None:
@@ -166,7 +96,7 @@ class MDSReader(JointReader):
                     "``allow_unsafe_types=True``."
                 )
 
-    def _plan(self) -> list[_Column]:
+    def _plan(self) -> list[Column]:
         """Resolve each column's encoding once; variable columns get their header slot."""
         if len(self.column_names) != len(self.column_encodings) or len(
                 self.column_names) != len(self.column_sizes):
@@ -177,7 +107,7 @@ class MDSReader(JointReader):
         columns, slots = [], 0
         for name, encoding, size in zip(self.column_names, self.column_encodings,
                                         self.column_sizes):
-            columns.append(_Column(name, get_encoding(encoding), size or None, slots))
+            columns.append(Column(name, get_encoding(encoding), size or None, slots))
             slots += not size
         self._head = struct.Struct(f"<{slots}I") if slots else None
         self._columns = columns
@@ -256,14 +186,14 @@ class MDSReader(JointReader):
         for begin in range(start, stop, step):
             yield self._decode_block(state, columns, begin, min(begin + step, stop))
 
-    def _decode_block(self, state: _Mapped, columns: list[_Column], begin: int,
+    def _decode_block(self, state: _Mapped, columns: list[Column], begin: int,
                       end: int) -> Iterator[dict[str, Any]]:
         offsets = state.offsets[begin:end + 1].astype(np.int64)
-        if int(offsets[-1] - offsets[0]) >= _PREAD_MIN * (end - begin):
+        if int(offsets[-1] - offsets[0]) >= PREAD_MIN * (end - begin):
             return self._pread_block(state, columns, offsets)
         return self._mapped_block(state, columns, offsets)
 
-    def _mapped_block(self, state: _Mapped, columns: list[_Column],
+    def _mapped_block(self, state: _Mapped, columns: list[Column],
                       offsets: np.ndarray) -> Iterator[dict[str, Any]]:
         begin, end = 0, len(offsets) - 1
         sizes = np.diff(offsets)
@@ -278,11 +208,11 @@ class MDSReader(JointReader):
         view = state.view
         return (self.decode_sample(view[a:b]) for a, b in pairwise(offsets.tolist()))
 
-    def _pread_block(self, state: _Mapped, columns: list[_Column],
+    def _pread_block(self, state: _Mapped, columns: list[Column],
                      offsets: np.ndarray) -> Iterator[dict[str, Any]]:
-        """Samples of a block of large values, read with `os.pread` (see `_PREAD_MIN`).
+        """Samples of a block of large values, read with `os.pread` (see `PREAD_MIN`).
 
-        Per sample: one read of the length header, one per value of at least `_PREAD_MIN` bytes
+        Per sample: one read of the length header, one per value of at least `PREAD_MIN` bytes
         (decoded from the `bytes` read, so a `bytes` column costs exactly one copy) and one per
         run of smaller values. Falls back to the mapping when the path no longer names the file
         mapped (replaced or evicted meanwhile).
@@ -295,7 +225,7 @@ class MDSReader(JointReader):
         unpack, unpack_from, head_size = (
             (head.unpack, head.unpack_from, head.size) if head else (None, None, 0))
         pread = os.pread
-        plans: dict[tuple[int, ...], _ReadPlan] = {}
+        plans: dict[tuple[int, ...], ReadPlan] = {}
         lengths: tuple[int, ...] = ()
         carried = None  # the next sample's lengths, when the previous read ran into its header
         try:
@@ -307,31 +237,20 @@ class MDSReader(JointReader):
                 if plan is None:
                     if len(plans) >= 64:  # varied lengths: keep the cache small
                         plans.clear()
-                    plan = plans[lengths] = _pread_plan(columns, lengths, head_size)
+                    plan = plans[lengths] = pread_plan(columns, lengths, head_size)
                 if plan.size != end - begin:
                     raise ShardFormatError(
                         f"A sample of shard {self.raw_data.basename} holds {end - begin} bytes "
                         f"but its header and columns take {plan.size}.")
-                sample = {}
-                for name, decode, at, size, want, parts in plan.steps:
-                    data = pread(fd, want, begin + at)
-                    if len(data) < size:
-                        raise self._corrupt(self.raw_data, f"{size} bytes at {begin + at} run "
-                                            "past its end.")
-                    if parts is None:  # one large value, read alone (`bytes` decode keeps it)
-                        sample[name] = decode(data)
-                        continue
-                    if decode is not None:  # small numbers, one struct call
-                        if len(parts) == 1:
-                            sample[parts[0]] = decode(data)[0]
-                        else:
-                            sample.update(zip(parts, decode(data)))
-                    else:
-                        view = memoryview(data)
-                        for part_name, part_decode, part_at, part_size in parts:
-                            sample[part_name] = part_decode(view[part_at:part_at + part_size])
-                    if want > size and len(data) == want:  # it ran into the next header
-                        carried = unpack_from(data, size)  # type: ignore[misc]
+                sample: dict[str, Any] = {}
+                for step in plan.steps:
+                    data = pread(fd, step.want, begin + step.at)
+                    if len(data) < step.size:
+                        raise self._corrupt(self.raw_data, f"{step.size} bytes at "
+                                            f"{begin + step.at} run past its end.")
+                    step.fill(sample, data)
+                    if step.want > step.size and len(data) == step.want:  # the next header too
+                        carried = unpack_from(data, step.size)  # type: ignore[misc]
                 yield sample
         except struct.error:
             raise self._corrupt(self.raw_data, "a sample header is cut short.") from None
@@ -339,7 +258,7 @@ class MDSReader(JointReader):
             os.close(fd)
 
     def _uniform_layout(self, rows: np.ndarray,
-                        columns: list[_Column]) -> list[tuple[_Column, int, int]] | None:
+                        columns: list[Column]) -> list[tuple[Column, int, int]] | None:
         """``(column, position, size)`` shared by every row, or None if the lengths vary."""
         head = self._head
         lengths: list[int] = []
@@ -361,7 +280,7 @@ class MDSReader(JointReader):
         return layout
 
     @staticmethod
-    def _decode_rows(rows: np.ndarray, layout: list[tuple[_Column, int, int]], view: memoryview,
+    def _decode_rows(rows: np.ndarray, layout: list[tuple[Column, int, int]], view: memoryview,
                      starts: np.ndarray) -> Iterator[dict[str, Any]]:
         names, values = [], []
         for column, pos, size in layout:

@@ -17,7 +17,7 @@ from streaming.order.batching.device_per_stream import plan_device_per_stream
 from streaming.order.batching.per_stream import plan_per_stream
 from streaming.order.batching.random import plan_random
 from streaming.order.batching.stratified import plan_stratified
-from streaming.order.config import PlanConfig
+from streaming.order.plan_config import PlanConfig
 from streaming.order.world import World
 
 __all__ = ["Planner", "device_per_stream", "per_stream", "plan_epoch", "planners", "random",

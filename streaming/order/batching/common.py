@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming.order.config import PlanConfig
 from streaming.order.partition import partition
+from streaming.order.plan_config import PlanConfig
 from streaming.order.world import World
 
 __all__ = ["batch_slots", "complete_rows", "finish", "full_rows", "stream_partition"]

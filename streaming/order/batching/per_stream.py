@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.order.batching.common import batch_slots, complete_rows, finish, stream_partition
-from streaming.order.config import PlanConfig
+from streaming.order.plan_config import PlanConfig
 from streaming.order.rng import sampling_rng
 from streaming.order.world import World
 

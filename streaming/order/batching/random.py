@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming.order.config import PlanConfig
 from streaming.order.partition import partition
+from streaming.order.plan_config import PlanConfig
 from streaming.order.world import World
 
 __all__ = ["plan_random"]

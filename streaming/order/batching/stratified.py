@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.order.batching.common import finish, full_rows, stream_partition
-from streaming.order.config import PlanConfig
+from streaming.order.plan_config import PlanConfig
 from streaming.order.world import World
 
 __all__ = ["batch_portions", "plan_stratified"]

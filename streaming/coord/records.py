@@ -14,7 +14,7 @@ import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 
-from streaming.atomic import write_atomic
+from streaming.atomic import discard, write_atomic
 from streaming.coord.liveness import Identity, is_alive
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
 from streaming.coord.names import local_index_path, record_path, state_dir_path
@@ -93,14 +93,6 @@ def _write_json(path: str, data: dict) -> None:
     write_atomic(path, [json.dumps(data).encode("utf-8")], mode=_MODE)
 
 
-def _remove(path: str) -> bool:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def read_record(state_dir: str, namespace: str) -> Record | None:
     """The namespace's record; None if it has none. A corrupt record has no holders."""
     data = _read_json(record_path(state_dir, namespace))
@@ -134,10 +126,10 @@ def reclaim(state_dir: str, record: Record) -> list[str]:
     for local in record.locals:
         remove_local_user(state_dir, local, record.name)
     for path in glob.glob(os.path.join(glob.escape(state_dir), f"{record.name}.*.lock")):
-        if _remove(path):
+        if discard(path):
             removed.append(path)
     path = record_path(state_dir, record.name)
-    if _remove(path):
+    if discard(path):
         removed.append(path)
     return removed
 
@@ -167,7 +159,7 @@ def remove_local_user(state_dir: str, local: str, namespace: str) -> None:
     if users:
         _write_json(path, {"local": os.path.abspath(local), "users": users})
     else:
-        _remove(path)
+        discard(path)
 
 
 def prune_local_index(path: str, live: set[str]) -> bool:
@@ -180,7 +172,7 @@ def prune_local_index(path: str, live: set[str]) -> bool:
         if kept != users:
             _write_json(path, {"local": data.get("local", ""), "users": kept})
         return False
-    return _remove(path)
+    return discard(path)
 
 
 def holder_entry(ident: Identity) -> list[int]:
