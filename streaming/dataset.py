@@ -188,7 +188,8 @@ class StreamingDataset(Array, IterableDataset):
                 f"({limit} bytes). Please raise `cache_limit`. Recommendation is to provide a "
                 "`cache_limit` as high as possible to avoid thrashing."
             )
-        largest = max(shard.get_max_size() for shard in self.shards)
+        sizes = np.array([shard.get_max_size() for shard in self.shards], np.int64)
+        largest = int(sizes.max())
         if limit < 4 * largest:
             raise ValueError(
                 f"Cache limit ({limit} bytes) is too low. Increase the `cache_limit` to at-least "
@@ -196,6 +197,20 @@ class StreamingDataset(Array, IterableDataset):
                 "(decompressed) and zip (compressed) file size. Recommendation is to provide a "
                 "`cache_limit` as high as possible to avoid thrashing."
             )
+        # Shards whose only copy is local are never evicted (the reference deletes them and
+        # the data is lost): the limit must hold all of them and still fetch the largest other.
+        fetchable = np.array([s.has_remote_copy for s in self.streams], bool)[
+            self.stream_per_shard]
+        pinned = int(sizes[~fetchable].sum())
+        fetch = int(sizes[fetchable].max()) if fetchable.any() else 0
+        if pinned and limit < index_bytes + pinned + fetch:
+            more = (f", and the largest shard to fetch needs {fetch} bytes more" if fetch
+                    else "")
+            raise ValueError(
+                f"Cache limit ({limit} bytes) cannot be met: {int((~fetchable).sum())} shards "
+                f"({pinned} bytes) exist only in their local directory (their stream has no "
+                f"remote), so they are never evicted{more}. Raise `cache_limit` by at least "
+                f"{index_bytes + pinned + fetch - limit} bytes.")
 
     def _open_node_state(self) -> None:
         """Attach the node-shared objects; the node's first process sets the cache up.
@@ -394,6 +409,10 @@ class StreamingDataset(Array, IterableDataset):
             self._plan_board.publish(plan if self.replication else plan[parallel.node])
         plan = self._plan_board.read(min_generation=generation)
         node_plan = plan[parallel.node] if self.replication else plan
+        if self.cache_limit is not None:  # eviction then knows which shard is needed when
+            self._cache.set_epoch_order(
+                node_plan.reshape(node_plan.shape[0] * node_plan.shape[1], -1),
+                self.spanner.locate_many)
         ids = node_plan[parallel.rank_of_node, parallel.worker_of_rank].reshape(-1)
         return drop_padding(ids)  # a view of the shared plan unless padding sits mid-list
 

@@ -212,7 +212,7 @@ def _read_chunk(reads: EpochReads, prefetcher: _Prefetcher, begin: int, ids: np.
         step = max(MIN_RUN, min(_MAX_STEP, prefetcher.window // 4))
         for start, end, shard, index in zip(starts.tolist(), ends.tolist(),
                                             shard_ids[starts].tolist(), indices[starts].tolist()):
-            reads.enter(shard)
+            reads.enter(shard, begin + start)
             if end - start < MIN_RUN:
                 prefetcher.consumed = begin + start
                 for offset in range(end - start):
@@ -228,7 +228,7 @@ def _read_chunk(reads: EpochReads, prefetcher: _Prefetcher, begin: int, ids: np.
     for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
         prefetcher.consumed = begin + position
         if shard != current:
-            reads.enter(shard)
+            reads.enter(shard, begin + position)
             current = shard
         yield read_one(shard, index) if get_item is None else get_item(int(ids[position]))
 

@@ -240,12 +240,17 @@ class Stream:
             self._store = open_store(self.remote_dir)
         return self._store
 
+    @property
+    def has_remote_copy(self) -> bool:
+        """Whether the shards can be fetched again: False when the local directory holds the
+        only copy (no remote, or the remote is the local directory), so they are never evicted."""
+        return self.remote is not None and self.remote != self.local
+
     def source(self) -> ShardSource:
         """What `prepare_shard_files` needs to know about this stream."""
         return ShardSource(
             local_dir=self.local_dir,
-            store=self._open_store() if self.remote is not None and self.remote != self.local
-            else None,
+            store=self._open_store() if self.has_remote_copy else None,
             keep_zip=self.safe_keep_zip,
             validate_hash=self.validate_hash,
             retries=self.download_retry,

@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "storage": LEAVES,
     "coord": LEAVES,
     "format": LEAVES | {"array", "storage"},
-    "cache": LEAVES | {"coord", "format", "storage"},
+    "cache": LEAVES | {"coord", "format", "storage", "order"},
     "array": LEAVES,
     "spanner": LEAVES,
     "plugins": LEAVES,

@@ -1,8 +1,9 @@
 """Which shards to evict to make room: a pure decision, no files, no locks.
 
-Least recently used first, as the reference does. Given each shard's next use in the known sample
-order (`next_use`), it prefers shards needed last or never again (Belady-style) and uses recency
-only among equals; the node cache does not publish next uses yet, so the runtime is LRU today.
+Given each shard's next use in the known sample order (`next_use`, from
+`streaming.order.next_use`), it evicts the shards needed last or never again first (Belady's
+rule) and uses recency only among equals; without it, least recently used first, as the
+reference does.
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from streaming.errors import StreamingError
+from streaming.order.next_use import NEVER
 
 __all__ = ["NEVER", "choose_evictions", "CacheFullError"]
 
-#: `next_use` value for a shard the rest of the epoch does not need.
-NEVER = np.iinfo(np.int64).max
 
 
 class CacheFullError(StreamingError, ValueError):

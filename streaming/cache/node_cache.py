@@ -3,10 +3,18 @@
 Ties the shared claim table (`streaming.coord`) to the file work (`prepare_shard_files`) and the
 eviction policy (`choose_evictions`). One instance per dataset per process; all instances of a
 node share state through the dataset's namespace, so each shard is fetched once per node.
+
+Eviction knows the future: each epoch's order is fixed before it starts, so the cache is given
+the node's plan (`set_epoch_order`) and every worker publishes how far it has read (per chunk).
+Under pressure the shard needed furthest ahead (never again first) goes, least recently used
+among equals, and a prefetch that would have to evict a shard needed sooner than the one it
+fetches is put off (the reader fetches it when it gets there). `STREAMING_EVICTION=lru` turns
+the future off (least recently used only), for comparison.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +26,7 @@ from streaming.cache.eviction import choose_evictions
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
+from streaming.order.next_use import UseSchedule
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
@@ -27,6 +36,14 @@ __all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]
 #: Per-node slots where workers publish the shard they are reading (never evicted meanwhile).
 IN_USE_SLOTS = 4096
 _NEVER = np.iinfo(np.uint64).max
+#: Environment variable choosing the eviction policy: "future" (the default) or "lru".
+EVICTION_ENV = "STREAMING_EVICTION"
+
+Locate = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
+
+
+class _PutOff(Exception):
+    """A prefetch would evict a shard needed sooner than the one it fetches: not now."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,14 @@ class NodeCache:
         self.fetched_bytes = namespace.scalar("fetched_bytes")
         self.fetch_nanos = namespace.scalar("fetch_nanos")
         self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
+        # How far each reading worker is in its list of the epoch (-1: not reading).
+        self.progress = namespace.array("progress", np.int64, IN_USE_SLOTS, fill=-1)
+        policy = os.environ.get(EVICTION_ENV, "future").lower()
+        if policy not in ("future", "lru"):
+            raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
+        self.future_aware = policy == "future"
+        self._order: tuple[np.ndarray, Locate] | None = None
+        self._schedule: UseSchedule | None = None
 
     # ------------------------------------------------------------------------------- start-up
 
@@ -77,6 +102,8 @@ class NodeCache:
             self.access_times.numpy()[present_bytes > 0] = now
             self.counted.numpy()[:] = present_bytes
             self.usage.set(int(index_bytes + present_bytes.sum()))
+        if self.cache_limit is not None:  # a smaller limit than last run's: shrink now
+            self._make_room(0)
 
     # ------------------------------------------------------------------------------- prepare
 
@@ -109,25 +136,30 @@ class NodeCache:
             outcome = self.claims.claim(shard, reprepare=force)
             if outcome is not Outcome.GRANTED:
                 return outcome is Outcome.READY
-            self._run_prepare(shard)
-            return True
+            return self._run_prepare(shard)
         self.claims.ensure(shard, lambda: self._fetch(shard), reprepare=force)
         self.touch(shard)
         return True
 
-    def _run_prepare(self, shard: int) -> None:
+    def _run_prepare(self, shard: int) -> bool:
         try:
-            account = self._fetch(shard)
+            account = self._fetch(shard, put_off=True)
+        except _PutOff:
+            self.claims.finish(shard, ok=False)
+            return False
         except BaseException:
             self.claims.finish(shard, ok=False)
             raise
         self.claims.finish(shard, ok=True, also=account)
+        return True
 
-    def _fetch(self, shard: int) -> Callable[[], None]:
+    def _fetch(self, shard: int, put_off: bool = False) -> Callable[[], None]:
         """The preparation itself; runs while this process holds the shard's claim.
 
         With a cache limit, room for the shard's largest form is reserved (counted in the usage)
-        before fetching, so concurrent fetches can never overshoot the limit together.
+        before fetching, so concurrent fetches can never overshoot the limit together. With
+        `put_off` (a prefetch), `_PutOff` is raised instead when making room would evict a shard
+        needed sooner than this one.
 
         Returns:
             The usage and egress accounting, for the claims to run under the lock acquisition
@@ -136,7 +168,7 @@ class NodeCache:
         reserved = 0
         if self.cache_limit is not None:
             reserved = int(self.info.cache_bytes[shard])
-            self._make_room(reserved, exclude=shard)
+            self._make_room(reserved, exclude=shard, put_off=put_off)
         files = self.shards[shard].files
         source = self.sources[int(self.info.stream_ids[shard])]()
         try:
@@ -169,7 +201,38 @@ class NodeCache:
 
     # ------------------------------------------------------------------------------- eviction
 
-    def _make_room(self, needed: int, exclude: int = -1) -> None:
+    def set_epoch_order(self, node_ids: np.ndarray, locate: Locate) -> None:
+        """The node's sample ids of this epoch, one row per worker (-1 padding), for eviction.
+
+        Kept as given (a view of the shared plan); the schedule of next uses is worked out only
+        when a shard must be evicted, once per epoch.
+        """
+        self._order = (node_ids, locate)
+        self._schedule = None
+
+    def next_uses(self) -> np.ndarray | None:
+        """Per shard, the position at which the node's workers need it next (None: no order)."""
+        if not self.future_aware or self._order is None:
+            return None
+        if self._schedule is None:
+            node_ids, locate = self._order
+            rows = node_ids.reshape(-1, node_ids.shape[-1]) if node_ids.ndim > 1 else node_ids
+            rows = np.atleast_2d(rows)
+            shards = np.full(rows.shape, -1, np.int64)
+            used = rows >= 0
+            shards[used] = locate(rows[used])[0]
+            self._schedule = UseSchedule.build(shards, len(self.shards))
+        progress = self.progress.numpy()
+        reading = progress[progress >= 0]
+        return self._schedule.next_use(int(reading.min()) if len(reading) else 0)
+
+    def _make_room(self, needed: int, exclude: int = -1, put_off: bool = False) -> None:
+        limit = int(self.cache_limit or 0)
+        with self.claims.lock:
+            if int(self.usage.get()) + needed <= limit:  # the usual case: no eviction
+                self.usage.set(self.usage.get() + needed)
+                return
+        next_use = self.next_uses()  # outside the lock: may build the epoch's schedule
         with self.claims.lock:
             states = self.claims.states.numpy()
             evictable = self.info.has_remote.copy()
@@ -183,9 +246,13 @@ class NodeCache:
                 evictable=evictable,
                 last_access=self.access_times.numpy(),
                 usage_bytes=int(self.usage.get()),
-                limit_bytes=int(self.cache_limit or 0),
+                limit_bytes=limit,
                 needed_bytes=needed,
+                next_use=next_use,
             )
+            if (put_off and next_use is not None and exclude >= 0 and len(victims)
+                    and int(next_use[victims].min()) < int(next_use[exclude])):
+                raise _PutOff()
             for victim in victims.tolist():
                 self._evict_locked(victim)
             self.usage.set(self.usage.get() + needed)  # the reservation
@@ -235,20 +302,24 @@ class ReadingSlot:
     in the slot is never evicted; the access stamps drive least-recently-used eviction.
     """
 
-    __slots__ = ("_access", "_in_use", "_slot")
+    __slots__ = ("_access", "_in_use", "_progress", "_slot")
 
     def __init__(self, cache: NodeCache, slot: int) -> None:
         self._slot = slot % IN_USE_SLOTS
         self._in_use = cache.in_use.numpy()
         self._access = cache.access_times.numpy()
+        self._progress = cache.progress.numpy()
 
-    def enter(self, shard: int) -> None:
-        """This worker reads `shard` from now on."""
+    def enter(self, shard: int, position: int) -> None:
+        """This worker reads `shard` from `position` of its list of the epoch on (the clock of
+        future-aware eviction advances with every shard change)."""
         self._in_use[self._slot] = shard
+        self._progress[self._slot] = position
 
     def leave(self) -> None:
-        """This worker reads no shard."""
+        """This worker reads no shard (its epoch ended or was abandoned)."""
         self._in_use[self._slot] = -1
+        self._progress[self._slot] = -1
 
     def stamp(self, shard_ids: np.ndarray) -> None:
         """The shards of a chunk are used now."""

@@ -62,14 +62,16 @@ class CacheMachine(RuleBasedStateMachine):
     """Model: which shards were used when, and which were tampered with.
 
     Configured by class attributes on a per-test subclass: `remote`, `keep_zip`, `limited`
-    (cache limit from `small_limit`) and `max_tampers` (how many files the tamper rule may delete
-    per run; 0 disables it).
+    (cache limit from `small_limit`), `max_tampers` (how many files the tamper rule may delete
+    per run; 0 disables it) and `future` (the cache is given an epoch order and a reader's
+    progress through it, so evictions must follow the next uses: Belady, recency among equals).
     """
 
     remote: str = ""
     keep_zip: bool = False
     limited: bool = False
     max_tampers: int = 0
+    future: bool = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -84,12 +86,17 @@ class CacheMachine(RuleBasedStateMachine):
         self.unrepaired: dict[int, int] = {}
         self.tampers = 0
 
-    @initialize()
-    def open_dataset(self) -> None:
+    @initialize(seed=st.integers(0, 2**16))
+    def open_dataset(self, seed: int) -> None:
         limit = small_limit(self.remote, self.local) if self.limited else None
         self.ds = StreamingDataset(remote=self.remote, local=self.local, batch_size=1,
                                    keep_zip=self.keep_zip, cache_limit=limit)
         self.num_shards = self.ds.num_shards
+        self.position = 0
+        if self.future:
+            order = np.random.default_rng(seed).permutation(NUM_SAMPLES)
+            self.ds._cache.set_epoch_order(order[None, :], self.ds.spanner.locate_many)
+            self.ds._cache.progress.numpy()[0] = 0
         assert self.num_shards <= MAX_SHARDS
         self.raw = [[os.path.join(self.local, raw.basename) for raw, _ in s.file_pairs]
                     for s in self.ds.shards]
@@ -138,7 +145,15 @@ class CacheMachine(RuleBasedStateMachine):
         if not self.limited:
             assert not evicted, f"evicted {evicted} without a cache limit"
         survivors = (after & before) - {shard}
-        if evicted and survivors:
+        next_use = self.ds._cache.next_uses() if self.future else None
+        if evicted and survivors and next_use is not None:
+            for victim in evicted:  # needed later, or as soon and colder, than every survivor
+                for kept in survivors:
+                    assert (next_use[victim], -self.last_use[victim]) > (
+                        next_use[kept], -self.last_use[kept]), (
+                        f"evicted {victim} (next use {next_use[victim]}) but kept {kept} "
+                        f"(next use {next_use[kept]}); last uses {self.last_use}")
+        elif evicted and survivors:
             assert max(self.last_use[sorted(evicted)]) < min(self.last_use[sorted(survivors)]), (
                 f"evicted {evicted} but kept colder {survivors} ({self.last_use})")
         for victim in evicted:
@@ -170,6 +185,14 @@ class CacheMachine(RuleBasedStateMachine):
         assert self.states()[shard] == ShardState.REMOTE
         assert not any(os.path.exists(p) for p in self.raw[shard] + self.zips[shard])
         self.forget(shard)
+
+    @precondition(lambda self: self.future)
+    @rule(steps=st.integers(1, 12))
+    def advance(self, steps: int) -> None:
+        """The reader moves on through the epoch order (what `ReadingSlot.enter` publishes)."""
+        assert self.ds is not None
+        self.position = min(self.position + steps, NUM_SAMPLES)
+        self.ds._cache.progress.numpy()[0] = self.position
 
     @rule()
     def evict_coldest(self) -> None:
@@ -288,6 +311,17 @@ def test_cache_machine(remotes: dict[str | None, str], compression: str | None, 
     machine = type("Machine", (CacheMachine,), {"remote": remotes[compression],
                                                  "keep_zip": keep_zip, "limited": limited,
                                                  "max_tampers": max_tampers})
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=12, stateful_step_count=25, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow]))
+
+
+@pytest.mark.parametrize("compression,keep_zip", [(None, False), ("zstd", True)], ids=str)
+def test_cache_machine_with_next_uses(remotes: dict[str | None, str], compression: str | None,
+                                      keep_zip: bool) -> None:
+    machine = type("Machine", (CacheMachine,), {"remote": remotes[compression],
+                                                 "keep_zip": keep_zip, "limited": True,
+                                                 "max_tampers": 1, "future": True})
     run_state_machine_as_test(machine, settings=settings(
         max_examples=12, stateful_step_count=25, deadline=None,
         suppress_health_check=[HealthCheck.too_slow]))

@@ -1,0 +1,75 @@
+"""When each shard is needed next, from the node's known epoch order (for Belady eviction).
+
+The order of an epoch is fixed before it starts, so the cache need not guess from recency which
+shard to drop: it can drop the one needed furthest in the future (never again first), which is
+optimal for a single reader (Belady's rule) and close to it for workers that advance together.
+
+A `UseSchedule` is built once per epoch from the node's plan (one row of shard ids per worker,
+all advancing on one clock: the position within a worker's list) and answers "next use at or
+after position `now`" for every shard at once with one vectorised search. It keeps the starts of
+runs (a worker moving to a shard), not every position: a shard in the middle of a run is the one
+that worker is reading, which the cache protects anyway. Past `budget` run starts the positions
+are rounded down to a coarser quantum, so the schedule stays bounded whatever the epoch size.
+Pure: no I/O, no globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["NEVER", "UseSchedule"]
+
+#: Next use of a shard the rest of the epoch does not need.
+NEVER = np.iinfo(np.int64).max
+
+#: Most keys a schedule keeps (16 MiB of int64) before it coarsens its clock.
+BUDGET = 1 << 21
+
+
+@dataclass(frozen=True)
+class UseSchedule:
+    """Sorted ``shard * span + quantum index`` keys, one per quantum in which a shard is used."""
+
+    keys: np.ndarray  # int64, sorted, unique
+    span: int  # quanta per shard in the key space (one more than the last quantum)
+    quantum: int
+    num_shards: int
+
+    @classmethod
+    def build(cls, shard_rows: np.ndarray, num_shards: int,
+              budget: int = BUDGET) -> UseSchedule:
+        """The schedule of one epoch on one node.
+
+        Args:
+            shard_rows: (workers, positions) shard id of each worker's position, -1 for padding.
+                A 1-D array is one worker.
+            num_shards: how many shards the dataset has (ids are ``0..num_shards-1``).
+            budget: most run starts kept at full precision; more coarsen the clock to
+                ``ceil(starts / budget)`` positions per step.
+        """
+        if budget < 1:
+            raise ValueError(f"`budget` must be at least 1, got {budget}.")
+        rows = np.atleast_2d(np.asarray(shard_rows, np.int64))
+        starts = np.ones(rows.shape, bool)
+        starts[:, 1:] = rows[:, 1:] != rows[:, :-1]
+        starts &= rows >= 0
+        worker, position = np.nonzero(starts)
+        quantum = max(1, -(-len(position) // budget))
+        span = -(-rows.shape[1] // quantum) + 1
+        keys = np.unique(rows[worker, position] * span + position // quantum)
+        return cls(keys, span, quantum, num_shards)
+
+    def next_use(self, now: int) -> np.ndarray:
+        """Per shard, the first position at or after `now` (both rounded down to the quantum) at
+        which some worker starts reading it, or `NEVER`."""
+        step = min(max(int(now), 0) // self.quantum, self.span - 1)
+        base = np.arange(self.num_shards, dtype=np.int64) * self.span
+        found = np.searchsorted(self.keys, base + step)
+        hit = np.zeros(self.num_shards, bool)
+        inside = found < len(self.keys)
+        hit[inside] = self.keys[found[inside]] < base[inside] + self.span
+        out = np.full(self.num_shards, NEVER, np.int64)
+        out[hit] = (self.keys[found[hit]] - base[hit]) * self.quantum
+        return out
