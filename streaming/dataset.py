@@ -313,6 +313,27 @@ class StreamingDataset(Array, IterableDataset):
         """Make a shard local (fetching it once per node); see `NodeCache.prepare`."""
         self._cache.prepare(shard_id, blocking=blocking)
 
+    def pin_shards(self, shard_ids: Sequence[int] | np.ndarray, fetch: bool = True) -> None:
+        """Keep these shards resident under `cache_limit` (for every process of the node).
+
+        Pinned shards are never evicted; with `fetch`, those not yet local are fetched now. Use
+        it for shards read at the start of every epoch or by evaluation in between.
+
+        Raises:
+            ValueError: an id is out of range, or the pinned shards would not fit the limit.
+        """
+        ids = np.unique(np.asarray(shard_ids, np.int64))
+        if len(ids) and (ids[0] < 0 or ids[-1] >= self.num_shards):
+            raise ValueError(f"Shard ids must be in [0, {self.num_shards}), got {ids.tolist()}.")
+        self._cache.pin(ids, sum(s.get_index_size() for s in self.streams))
+        if fetch:
+            for shard in ids.tolist():
+                self._cache.prepare(shard)
+
+    def unpin_shards(self, shard_ids: Sequence[int] | np.ndarray) -> None:
+        """Let pinned shards be evicted again."""
+        self._cache.unpin(np.asarray(shard_ids, np.int64))
+
     def evict_shard(self, shard_id: int) -> None:
         self._cache.evict(shard_id)
 

@@ -82,6 +82,8 @@ class NodeCache:
         self.fetched_bytes = namespace.scalar("fetched_bytes")
         self.fetch_nanos = namespace.scalar("fetch_nanos")
         self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
+        # Shards the user asked to keep resident (`pin`): never evicted while pinned.
+        self.pinned = namespace.array("pinned", np.uint8, n, fill=0)
         # How far each reading worker is in its list of the epoch (-1: not reading).
         self.progress = namespace.array("progress", np.int64, IN_USE_SLOTS, fill=-1)
         policy = os.environ.get(EVICTION_ENV, "future").lower()
@@ -235,7 +237,7 @@ class NodeCache:
         next_use = self.next_uses()  # outside the lock: may build the epoch's schedule
         with self.claims.lock:
             states = self.claims.states.numpy()
-            evictable = self.info.has_remote.copy()
+            evictable = self.info.has_remote & (self.pinned.numpy() == 0)
             in_use = self.in_use.numpy()
             evictable[in_use[in_use >= 0]] = False
             if exclude >= 0:
@@ -269,6 +271,36 @@ class NodeCache:
         if usage < 0:
             raise RuntimeError(f"Negative cache usage: {usage}.")
         self.usage.set(usage)
+
+    def pin(self, shards: np.ndarray, index_bytes: int) -> None:
+        """Keep `shards` resident from their next fetch on, for every process of the node.
+
+        Raises:
+            ValueError: with a cache limit, the pinned shards and the shards whose only copy is
+                local, plus the largest other shard, would not fit; nothing is pinned then.
+        """
+        with self.claims.lock:
+            pinned = self.pinned.numpy()
+            wanted = pinned.astype(bool)
+            wanted[shards] = True
+            if self.cache_limit is not None:
+                kept = wanted | ~self.info.has_remote
+                others = self.info.cache_bytes[~kept]
+                need = index_bytes + int(self.info.cache_bytes[kept].sum()) + (
+                    int(others.max()) if len(others) else 0)
+                if need > self.cache_limit:
+                    raise ValueError(
+                        f"Cannot pin {len(shards)} shards: the cache limit ({self.cache_limit} "
+                        f"bytes) would have to hold {need} bytes (pinned shards, shards whose "
+                        f"only copy is local, the index and the largest other shard). Raise "
+                        f"`cache_limit` by at least {need - self.cache_limit} bytes or pin "
+                        f"fewer shards.")
+            pinned[shards] = 1
+
+    def unpin(self, shards: np.ndarray) -> None:
+        """Let `shards` be evicted again."""
+        with self.claims.lock:
+            self.pinned.numpy()[shards] = 0
 
     def evict(self, shard: int) -> None:
         """Delete a shard's files from the cache and mark it remote."""

@@ -149,3 +149,25 @@ def test_a_smaller_limit_on_a_warm_cache_shrinks_it_at_start(padded, tmp_path) -
         assert dataset.cache_usage <= limit
         assert shard_bytes(local) <= full // 3
         assert sorted(s["v"] for s in dataset) == list(range(N))
+
+
+def test_pinned_shards_stay_resident_through_shuffled_epochs(padded, tmp_path) -> None:
+    index = os.path.getsize(os.path.join(padded, "index.json"))
+    limit = index + shard_bytes(padded) * 2 // 5
+    local = str(tmp_path / "pins")
+    with StreamingDataset(remote=padded, local=local, batch_size=4, shuffle=True,
+                          cache_limit=limit) as dataset:
+        pins = [0, 3]
+        dataset.pin_shards(pins)
+        names = [dataset.shards[s].raw_data.basename for s in pins]
+        inodes = [os.stat(os.path.join(local, n)).st_ino for n in names]
+        for _ in range(2):
+            assert sorted(s["v"] for s in dataset) == list(range(N))
+            # the same files all along: never evicted and fetched again
+            assert [os.stat(os.path.join(local, n)).st_ino for n in names] == inodes
+        assert dataset.egress["bytes"] > shard_bytes(padded)  # others were evicted meanwhile
+        dataset.unpin_shards(pins)
+        with pytest.raises(ValueError, match=r"Cannot pin \d+ shards: the cache limit"):
+            dataset.pin_shards(range(dataset.num_shards))
+        with pytest.raises(ValueError, match="Shard ids must be in"):
+            dataset.pin_shards([dataset.num_shards])
