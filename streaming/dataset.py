@@ -8,6 +8,7 @@ epoch plan (computed once per node and shared), `cache/` for shards and the read
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ from numpy.typing import NDArray
 from torch.utils.data import IterableDataset
 
 from streaming.array import Array
+from streaming.cache.limits import check_cache_limit
 from streaming.cache.node_cache import NodeCache
 from streaming.catalog import Catalog
 from streaming.checkpoint import (
@@ -35,7 +37,15 @@ from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
 from streaming.format.reader import Reader
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
-from streaming.order.plan import Resolution, StreamTable, plan, plan_config, resolve_epoch
+from streaming.order.plan import (
+    Resolution,
+    StreamTable,
+    epoch_node_rows,
+    node_rows,
+    plan,
+    plan_config,
+    resolve_epoch,
+)
 from streaming.order.world import World
 from streaming.plugins import construct_from_registry
 from streaming.spanner import Spanner
@@ -179,38 +189,11 @@ class StreamingDataset(Array, IterableDataset):
             self.batch_size = batch_size
 
     def _check_cache_limit(self, limit: int | None) -> None:
-        if limit is None:
-            return
-        index_bytes = sum(stream.get_index_size() for stream in self.streams)
-        if limit <= index_bytes:
-            raise ValueError(
-                f"Minimum cache usage ({index_bytes} bytes) is larger than the cache limit "
-                f"({limit} bytes). Please raise `cache_limit`. Recommendation is to provide a "
-                "`cache_limit` as high as possible to avoid thrashing."
-            )
-        sizes = np.array([shard.get_max_size() for shard in self.shards], np.int64)
-        largest = int(sizes.max())
-        if limit < 4 * largest:
-            raise ValueError(
-                f"Cache limit ({limit} bytes) is too low. Increase the `cache_limit` to at-least "
-                f"four times the largest shard size ({largest} bytes) which includes raw "
-                "(decompressed) and zip (compressed) file size. Recommendation is to provide a "
-                "`cache_limit` as high as possible to avoid thrashing."
-            )
-        # Shards whose only copy is local are never evicted (the reference deletes them and
-        # the data is lost): the limit must hold all of them and still fetch the largest other.
-        fetchable = np.array([s.has_remote_copy for s in self.streams], bool)[
-            self.stream_per_shard]
-        pinned = int(sizes[~fetchable].sum())
-        fetch = int(sizes[fetchable].max()) if fetchable.any() else 0
-        if pinned and limit < index_bytes + pinned + fetch:
-            more = (f", and the largest shard to fetch needs {fetch} bytes more" if fetch
-                    else "")
-            raise ValueError(
-                f"Cache limit ({limit} bytes) cannot be met: {int((~fetchable).sum())} shards "
-                f"({pinned} bytes) exist only in their local directory (their stream has no "
-                f"remote), so they are never evicted{more}. Raise `cache_limit` by at least "
-                f"{index_bytes + pinned + fetch - limit} bytes.")
+        if limit is not None:
+            fetchable = np.array([s.has_remote_copy for s in self.streams], bool)
+            check_cache_limit(limit, sum(stream.get_index_size() for stream in self.streams),
+                              np.array([shard.get_max_size() for shard in self.shards], np.int64),
+                              fetchable[self.stream_per_shard])
 
     def _open_node_state(self) -> None:
         """Attach the node-shared objects; the node's first process sets the cache up.
@@ -322,13 +305,7 @@ class StreamingDataset(Array, IterableDataset):
         Raises:
             ValueError: an id is out of range, or the pinned shards would not fit the limit.
         """
-        ids = np.unique(np.asarray(shard_ids, np.int64))
-        if len(ids) and (ids[0] < 0 or ids[-1] >= self.num_shards):
-            raise ValueError(f"Shard ids must be in [0, {self.num_shards}), got {ids.tolist()}.")
-        self._cache.pin(ids, sum(s.get_index_size() for s in self.streams))
-        if fetch:
-            for shard in ids.tolist():
-                self._cache.prepare(shard)
+        self._cache.pin(shard_ids, sum(s.get_index_size() for s in self.streams), fetch=fetch)
 
     def unpin_shards(self, shard_ids: Sequence[int] | np.ndarray) -> None:
         """Let pinned shards be evicted again."""
@@ -431,9 +408,12 @@ class StreamingDataset(Array, IterableDataset):
         plan = self._plan_board.read(min_generation=generation)
         node_plan = plan[parallel.node] if self.replication else plan
         if self.cache_limit is not None:  # eviction then knows which shard is needed when
-            self._cache.set_epoch_order(
-                node_plan.reshape(node_plan.shape[0] * node_plan.shape[1], -1),
-                self.spanner.locate_many)
+            # The next epoch's order for the same world, worked out only if the cache needs it
+            # near this epoch's end; a partial over plain data (no cycle back to the dataset).
+            following = functools.partial(epoch_node_rows, self.config.order, self._table,
+                                          self._resolution, parallel, epoch + 1)
+            self._cache.set_epoch_order(node_rows(node_plan), self.spanner.locate_many,
+                                        following)
         ids = node_plan[parallel.rank_of_node, parallel.worker_of_rank].reshape(-1)
         return drop_padding(ids)  # a view of the shared plan unless padding sits mid-list
 

@@ -26,7 +26,7 @@ from streaming.cache.eviction import choose_evictions
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
-from streaming.order.next_use import UseSchedule
+from streaming.order.next_use import NEVER, UseSchedule
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
@@ -91,7 +91,9 @@ class NodeCache:
             raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
         self.future_aware = policy == "future"
         self._order: tuple[np.ndarray, Locate] | None = None
+        self._following: Callable[[], np.ndarray] | None = None
         self._schedule: UseSchedule | None = None
+        self._next_schedule: UseSchedule | None = None
 
     # ------------------------------------------------------------------------------- start-up
 
@@ -203,30 +205,44 @@ class NodeCache:
 
     # ------------------------------------------------------------------------------- eviction
 
-    def set_epoch_order(self, node_ids: np.ndarray, locate: Locate) -> None:
+    def set_epoch_order(self, node_ids: np.ndarray, locate: Locate,
+                        following: Callable[[], np.ndarray] | None = None) -> None:
         """The node's sample ids of this epoch, one row per worker (-1 padding), for eviction.
 
         Kept as given (a view of the shared plan); the schedule of next uses is worked out only
-        when a shard must be evicted, once per epoch.
+        when a shard must be evicted, once per epoch. `following` gives the next epoch's rows
+        the same way: shards this epoch no longer needs are then ranked by their first use in
+        the next one (computed once, the first time the cache looks that far).
         """
         self._order = (node_ids, locate)
-        self._schedule = None
+        self._following = following
+        self._schedule = self._next_schedule = None
+
+    def _build_schedule(self, node_ids: np.ndarray, locate: Locate) -> UseSchedule:
+        rows = np.atleast_2d(node_ids)
+        shards = np.full(rows.shape, -1, np.int64)
+        used = rows >= 0
+        shards[used] = locate(rows[used])[0]
+        return UseSchedule.build(shards, len(self.shards))
 
     def next_uses(self) -> np.ndarray | None:
         """Per shard, the position at which the node's workers need it next (None: no order)."""
         if not self.future_aware or self._order is None:
             return None
+        node_ids, locate = self._order
         if self._schedule is None:
-            node_ids, locate = self._order
-            rows = node_ids.reshape(-1, node_ids.shape[-1]) if node_ids.ndim > 1 else node_ids
-            rows = np.atleast_2d(rows)
-            shards = np.full(rows.shape, -1, np.int64)
-            used = rows >= 0
-            shards[used] = locate(rows[used])[0]
-            self._schedule = UseSchedule.build(shards, len(self.shards))
+            self._schedule = self._build_schedule(node_ids, locate)
         progress = self.progress.numpy()
         reading = progress[progress >= 0]
-        return self._schedule.next_use(int(reading.min()) if len(reading) else 0)
+        uses = self._schedule.next_use(int(reading.min()) if len(reading) else 0)
+        done = uses == NEVER
+        if done.any() and self._following is not None:
+            if self._next_schedule is None:
+                self._next_schedule = self._build_schedule(self._following(), locate)
+            later = self._next_schedule.next_use(0)[done]
+            length = np.atleast_2d(node_ids).shape[1]  # this epoch ends at this position
+            uses[done] = np.where(later == NEVER, NEVER, later + length)
+        return uses
 
     def _make_room(self, needed: int, exclude: int = -1, put_off: bool = False) -> None:
         limit = int(self.cache_limit or 0)
@@ -272,13 +288,19 @@ class NodeCache:
             raise RuntimeError(f"Negative cache usage: {usage}.")
         self.usage.set(usage)
 
-    def pin(self, shards: np.ndarray, index_bytes: int) -> None:
-        """Keep `shards` resident from their next fetch on, for every process of the node.
+    def pin(self, shard_ids: Sequence[int] | np.ndarray, index_bytes: int,
+            fetch: bool = True) -> None:
+        """Keep shards resident, for every process of the node; with `fetch`, fetch them now.
 
         Raises:
-            ValueError: with a cache limit, the pinned shards and the shards whose only copy is
-                local, plus the largest other shard, would not fit; nothing is pinned then.
+            ValueError: an id out of range, or, with a cache limit, the pinned shards and the
+                shards whose only copy is local, plus the largest other shard, would not fit;
+                nothing is pinned then.
         """
+        shards = np.unique(np.asarray(shard_ids, np.int64))
+        if len(shards) and (shards[0] < 0 or shards[-1] >= len(self.shards)):
+            raise ValueError(f"Shard ids must be in [0, {len(self.shards)}), got "
+                             f"{shards.tolist()}.")
         with self.claims.lock:
             pinned = self.pinned.numpy()
             wanted = pinned.astype(bool)
@@ -296,6 +318,9 @@ class NodeCache:
                         f"`cache_limit` by at least {need - self.cache_limit} bytes or pin "
                         f"fewer shards.")
             pinned[shards] = 1
+        if fetch:
+            for shard in shards.tolist():
+                self.prepare(shard)
 
     def unpin(self, shards: np.ndarray) -> None:
         """Let `shards` be evicted again."""

@@ -36,7 +36,8 @@ from streaming.order.resample import StreamLayout
 from streaming.order.weighting import StreamWeights, apply_weights
 from streaming.order.world import World
 
-__all__ = ["OrderOptions", "Resolution", "StreamTable", "plan", "plan_config", "resolve_epoch"]
+__all__ = ["OrderOptions", "Resolution", "StreamTable", "epoch_node_rows", "node_rows", "plan",
+           "plan_config", "resolve_epoch"]
 
 
 @dataclass(frozen=True)
@@ -199,3 +200,15 @@ def plan(options: OrderOptions, streams: StreamTable, resolution: Resolution, wo
     """One epoch's sample ids `(nodes, ranks, workers, batches, batch size)`, -1 for padding."""
     return plan_epoch(options.batching_method, plan_config(options, streams, resolution), world,
                       epoch, sample_in_epoch)
+
+
+def node_rows(node_plan: NDArray[np.int64]) -> NDArray[np.int64]:
+    """A node's plan `(ranks, workers, ...)` as one row of sample ids per worker (a view)."""
+    return node_plan.reshape(node_plan.shape[0] * node_plan.shape[1], -1)
+
+
+def epoch_node_rows(options: OrderOptions, streams: StreamTable, resolution: Resolution,
+                    world: World, epoch: int) -> NDArray[np.int64]:
+    """The rows of `world`'s node for epoch `epoch` from its start (eviction looks ahead to
+    the next epoch with it)."""
+    return node_rows(plan(options, streams, resolution, world, epoch, 0)[world.node])

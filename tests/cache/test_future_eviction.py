@@ -171,3 +171,19 @@ def test_pinned_shards_stay_resident_through_shuffled_epochs(padded, tmp_path) -
             dataset.pin_shards(range(dataset.num_shards))
         with pytest.raises(ValueError, match="Shard ids must be in"):
             dataset.pin_shards([dataset.num_shards])
+
+
+def test_near_an_epochs_end_the_next_epochs_order_ranks_the_rest(padded, tmp_path) -> None:
+    limit = os.path.getsize(os.path.join(padded, "index.json")) + shard_bytes(padded) // 2
+    with StreamingDataset(remote=padded, local=str(tmp_path / "tail"), batch_size=4,
+                          shuffle=True, cache_limit=limit) as dataset:
+        samples = iter(dataset)
+        for _ in range(N - 10):
+            next(samples)
+        uses = dataset._cache.next_uses()
+        assert uses is not None
+        later = uses >= N  # past this epoch's end: ranked by the next epoch's first uses
+        assert later.sum() >= dataset.num_shards - 11  # the last 10 samples use at most 10
+        assert (uses != np.iinfo(np.int64).max).all()  # every shard is needed again
+        assert len(set(uses[later].tolist())) > 1  # an order among them, not a tie
+        del samples

@@ -1,0 +1,48 @@
+"""Whether a `cache_limit` can work for a dataset: checked once, at construction.
+
+Pure arithmetic over the index's numbers (no files, no shared state). The first two checks and
+their messages are the reference's; the third is ours: shards whose only copy is local are never
+evicted (the reference deletes them and the data is lost), so the limit must hold all of them
+and still make room for the largest shard it fetches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_cache_limit"]
+
+
+def check_cache_limit(limit: int, index_bytes: int, shard_bytes: np.ndarray,
+                      fetchable: np.ndarray) -> None:
+    """Raise `ValueError` when `limit` cannot serve the dataset.
+
+    Args:
+        limit: the cache limit in bytes.
+        index_bytes: the bytes of every stream's index.json (always counted).
+        shard_bytes: per shard, the most it occupies (raw + zip).
+        fetchable: per shard, whether it can be fetched again after eviction.
+    """
+    if limit <= index_bytes:
+        raise ValueError(
+            f"Minimum cache usage ({index_bytes} bytes) is larger than the cache limit "
+            f"({limit} bytes). Please raise `cache_limit`. Recommendation is to provide a "
+            "`cache_limit` as high as possible to avoid thrashing."
+        )
+    largest = int(shard_bytes.max()) if len(shard_bytes) else 0
+    if limit < 4 * largest:
+        raise ValueError(
+            f"Cache limit ({limit} bytes) is too low. Increase the `cache_limit` to at-least "
+            f"four times the largest shard size ({largest} bytes) which includes raw "
+            "(decompressed) and zip (compressed) file size. Recommendation is to provide a "
+            "`cache_limit` as high as possible to avoid thrashing."
+        )
+    pinned = int(shard_bytes[~fetchable].sum())
+    fetch = int(shard_bytes[fetchable].max()) if fetchable.any() else 0
+    if pinned and limit < index_bytes + pinned + fetch:
+        more = f", and the largest shard to fetch needs {fetch} bytes more" if fetch else ""
+        raise ValueError(
+            f"Cache limit ({limit} bytes) cannot be met: {int((~fetchable).sum())} shards "
+            f"({pinned} bytes) exist only in their local directory (their stream has no "
+            f"remote), so they are never evicted{more}. Raise `cache_limit` by at least "
+            f"{index_bytes + pinned + fetch - limit} bytes.")
