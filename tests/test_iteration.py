@@ -55,6 +55,7 @@ class FakeCache:
 
     def __init__(self, num_shards: int, slots: int = 8) -> None:
         self.in_use = FakeArray(np.full(slots, -1, np.int64))
+        self.progress = FakeArray(np.full(slots, -1, np.int64))
         self.access_times = FakeArray(np.zeros(num_shards, np.uint64))
         self.prepared: list[int] = []
         self.lock = threading.Lock()
@@ -156,10 +157,16 @@ def test_shuffled_epoch_reads_sample_by_sample_and_marks_shards() -> None:
     sizes = [40, 40, 40]
     reads, readers, cache, _ = make_reads(sizes)
     ids = np.random.default_rng(0).permutation(120).astype(np.int64)
-    seen_slots = []
+    seen_slots, positions = [], []
     for sample in iterate_epoch(ids, reads, predownload=16):
         seen_slots.append(int(cache.in_use.values[3]) == sample[0])
+        positions.append(int(cache.progress.values[3]))
     assert all(seen_slots)  # the shard being read is published while its sample is read
+    # ... and where the worker is (at each shard change), for future-aware eviction
+    assert positions == sorted(positions) and positions[-1] > 100
+    changes = np.flatnonzero(np.diff(ids // 40)) + 1
+    assert set(positions) == {0, *changes.tolist()}
+    assert cache.progress.values[3] == -1  # released at the end
     assert sum(r.singles for r in readers) == 120 and not any(r.bulk for r in readers)
 
 
