@@ -35,6 +35,8 @@ from _byte_counter import ByteCounter  # noqa: E402
 from bench_format import default_workdir  # noqa: E402
 from bench_remote import remote_bytes, start_server  # noqa: E402
 
+from streaming.order.next_use import offline_optimum_bytes  # noqa: E402
+
 WORKER = os.path.join(HERE, "_eviction_worker.py")
 IMPLS = ("ours-lru", "ours", "reference")
 FULL_SAMPLES, QUICK_SAMPLES = 20_000, 5_000
@@ -67,30 +69,6 @@ def shard_table(url: str, server: Any, workdir: str) -> tuple[np.ndarray, np.nda
     sizes = np.array([s["raw_data"]["bytes"] for s in shards], np.int64)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     return starts, sizes, os.path.getsize(path)
-
-
-def belady_bytes(sequence: np.ndarray, sizes: np.ndarray, capacity: int) -> int:
-    """Bytes fetched by Belady's rule with the exact future of `sequence` (shard ids)."""
-    keep = np.ones(len(sequence), bool)
-    keep[1:] = sequence[1:] != sequence[:-1]  # repeats of the shard just read cost nothing
-    seq = sequence[keep].tolist()
-    following = [0] * len(seq)
-    upcoming: dict[int, int] = {}
-    for i in range(len(seq) - 1, -1, -1):
-        following[i] = upcoming.get(seq[i], 1 << 62)
-        upcoming[seq[i]] = i
-    resident: dict[int, int] = {}
-    used = fetched = 0
-    for i, shard in enumerate(seq):
-        if shard not in resident:
-            fetched += int(sizes[shard])
-            while used + int(sizes[shard]) > capacity and resident:
-                victim = max(resident, key=resident.__getitem__)
-                used -= int(sizes[victim])
-                del resident[victim]
-            used += int(sizes[shard])
-        resident[shard] = following[i]
-    return fetched
 
 
 def _free_port() -> int:
@@ -201,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                         row[impl] = res["fetched"] / total
                         if impl == "ours":
                             shard_ids = np.searchsorted(starts, res["order"], side="right") - 1
-                            row["optimum"] = belady_bytes(shard_ids, sizes,
+                            row["optimum"] = offline_optimum_bytes(shard_ids, sizes,
                                                           int(total * fraction)) / total
                         print(f"[bench_eviction] {fraction:.0%} w={workers} r={ranks} "
                               f"{impl:<9} {row[impl]:.2f}x dataset", file=sys.stderr,

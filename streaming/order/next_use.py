@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NEVER", "UseSchedule"]
+__all__ = ["NEVER", "UseSchedule", "offline_optimum_bytes"]
 
 #: Next use of a shard the rest of the epoch does not need.
 NEVER = np.iinfo(np.int64).max
@@ -73,3 +73,30 @@ class UseSchedule:
         out = np.full(self.num_shards, NEVER, np.int64)
         out[hit] = (self.keys[found[hit]] - base[hit]) * self.quantum
         return out
+
+
+def offline_optimum_bytes(sequence: np.ndarray, sizes: np.ndarray, capacity: int) -> int:
+    """Bytes a cache of `capacity` fetches over `sequence` (shard ids in read order) under
+    Belady's rule with the exact future: the yardstick for eviction policies (tests, benchmarks).
+    Not a hot path; plain Python over the distinct shard changes."""
+    seq = np.asarray(sequence, np.int64)
+    keep = np.ones(len(seq), bool)
+    keep[1:] = seq[1:] != seq[:-1]  # re-reading the shard just read costs nothing
+    order = seq[keep].tolist()
+    following = [0] * len(order)
+    upcoming: dict[int, int] = {}
+    for i in range(len(order) - 1, -1, -1):
+        following[i] = upcoming.get(order[i], NEVER)
+        upcoming[order[i]] = i
+    resident: dict[int, int] = {}
+    used = fetched = 0
+    for i, shard in enumerate(order):
+        if shard not in resident:
+            fetched += int(sizes[shard])
+            while used + int(sizes[shard]) > capacity and resident:
+                victim = max(resident, key=resident.__getitem__)
+                used -= int(sizes[victim])
+                del resident[victim]
+            used += int(sizes[shard])
+        resident[shard] = following[i]
+    return fetched

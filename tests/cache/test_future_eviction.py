@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 
 from streaming import MDSWriter, Stream, StreamingDataset
 from streaming.cache.node_cache import EVICTION_ENV
+from streaming.order.next_use import offline_optimum_bytes
 
 N = 2000
 
@@ -28,27 +29,6 @@ def write_padded(out: str, start: int = 0, n: int = N) -> str:
 def shard_bytes(folder: str) -> int:
     return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                if f.endswith(".mds"))
-
-
-def belady_bytes(sequence: list[int], sizes: np.ndarray, capacity: int) -> int:
-    """Bytes fetched by Belady's rule with the exact future of `sequence` (the optimum)."""
-    upcoming: dict[int, int] = {}
-    following = [0] * len(sequence)
-    for i in range(len(sequence) - 1, -1, -1):
-        following[i] = upcoming.get(sequence[i], 1 << 62)
-        upcoming[sequence[i]] = i
-    resident: dict[int, int] = {}
-    used = fetched = 0
-    for i, shard in enumerate(sequence):
-        if shard not in resident:
-            fetched += int(sizes[shard])
-            while used + int(sizes[shard]) > capacity and resident:
-                victim = max(resident, key=resident.__getitem__)
-                used -= int(sizes[victim])
-                del resident[victim]
-            used += int(sizes[shard])
-        resident[shard] = following[i]
-    return fetched
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +67,7 @@ def test_future_aware_fetches_less_than_lru_and_near_the_optimum(
     with StreamingDataset(remote=padded, local=str(tmp_path / "plain"), batch_size=4) as ds:
         shards, _ = ds.spanner.locate_many(np.array(order))
         sizes = np.array([s.get_max_size() for s in ds.shards])
-    optimum = belady_bytes(shards.tolist(), sizes, total // 2)
+    optimum = offline_optimum_bytes(shards, sizes, total // 2)
     assert future < 0.6 * lru  # a fully shuffled order: recency says little about the future
     assert future <= 1.1 * optimum, (future, optimum, lru)
 

@@ -61,3 +61,13 @@ def test_the_schedule_stays_within_its_budget() -> None:
     assert len(schedule.keys) <= 50 * (100_000 // 40 + 1)
     long_runs = UseSchedule.build(np.repeat(np.arange(10), 100_000)[None, :], num_shards=10)
     assert schedule.quantum >= 1 and len(long_runs.keys) == 10 and long_runs.quantum == 1
+
+
+def test_offline_optimum_evicts_the_shard_needed_last() -> None:
+    from streaming.order.next_use import offline_optimum_bytes
+
+    sizes = np.array([10, 10, 10])
+    # room for two: at shard 2, Belady drops 1 (needed after 0), so only 2 and 1 are refetched
+    assert offline_optimum_bytes(np.array([0, 1, 2, 0, 1]), sizes, 20) == 40
+    assert offline_optimum_bytes(np.array([0, 0, 1, 1, 0]), sizes, 20) == 20  # all fit
+    assert offline_optimum_bytes(np.array([0, 1, 0, 1]), sizes, 10) == 40  # room for one only
