@@ -23,7 +23,7 @@ demo: $(STAMP)
 
 # Style and types; `make test` runs it first, so CI does too.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check streaming tests benchmarks scripts
+	$(VENV)/bin/ruff check streaming tests benchmarks scripts docs/examples
 	$(VENV)/bin/mypy
 
 test: lint

@@ -78,8 +78,8 @@ def infer_encoding(name: str, arrow_type: pa.DataType) -> str:
     """The MDS encoding for a column of this Arrow type.
 
     Numbers keep their width, text is ``str``, binary ``bytes``, decimals ``str_decimal``,
-    lists of numbers ``ndarray:<dtype>`` (fixed-size lists also fix the shape), and booleans,
-    nulls, structs, maps and other lists ``json``.
+    lists of numbers ``ndarray:<dtype>`` (fixed-size lists and fixed-shape tensor extension
+    types also fix the shape), and booleans, nulls, structs, maps and other lists ``json``.
 
     Raises:
         ConversionError: no MDS encoding fits (dates, times, durations...), naming the column.
@@ -89,6 +89,10 @@ def infer_encoding(name: str, arrow_type: pa.DataType) -> str:
     t = pa.types
     if t.is_dictionary(arrow_type):
         return infer_encoding(name, arrow_type.value_type)
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        tensor = _tensor_encoding(arrow_type)
+        if tensor:
+            return tensor
     numeric = _numeric_name(arrow_type)
     if numeric:
         return numeric
@@ -110,6 +114,22 @@ def infer_encoding(name: str, arrow_type: pa.DataType) -> str:
     raise ConversionError(
         f"Column {name!r} has type {arrow_type}, which has no MDS encoding. Choose one, e.g. "
         f"columns={{{name!r}: 'str'}} (text) or 'int64' (raw ticks) or 'pkl'.")
+
+
+def _tensor_encoding(arrow_type: pa.BaseExtensionType) -> str | None:
+    """``ndarray:<dtype>:<shape>`` for a fixed-shape tensor extension type (Arrow's canonical
+    ``fixed_shape_tensor``, Ray Data's tensor columns): a shape, and lists of numbers below."""
+    import pyarrow as pa
+
+    shape = getattr(arrow_type, "shape", None)
+    storage = arrow_type.storage_type
+    if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+        return None
+    if not (pa.types.is_list(storage) or pa.types.is_large_list(storage)
+            or pa.types.is_fixed_size_list(storage)):
+        return None
+    value = _numeric_name(storage.value_type)
+    return f"ndarray:{value}:{','.join(str(d) for d in shape)}" if value else None
 
 
 def infer_columns(schema: pa.Schema, overrides: Mapping[str, str] | None = None,
@@ -284,6 +304,8 @@ def column_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
         array = array.combine_chunks()
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
+    if isinstance(array.type, pa.BaseExtensionType) and encoding.startswith("ndarray"):
+        array = array.storage  # a tensor: its rows are the flat values (`_tensor_encoding`)
     if array.null_count and encoding not in _NULLABLE:
         row = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise ConversionError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -130,7 +130,8 @@ class ObstoreBackedStore(Store):
             except GenericError:
                 # Servers refuse a range that starts at or past the end (416); a file read
                 # would return nothing there, and so do we. Anything else is a real error.
-                if start >= self.size(path):
+                size = self._after_refusal(lambda: obstore.head(self._client(), path))["size"]
+                if start >= int(size):
                     return b""
                 raise
 
@@ -174,7 +175,21 @@ class ObstoreBackedStore(Store):
             if " 416 " not in str(err):
                 raise
             # A zero-byte object has no range to serve; a plain GET returns it.
-            return obstore.get(self._client(), path)
+            return self._after_refusal(lambda: obstore.get(self._client(), path))
+
+    def _after_refusal(self, call: Callable[[], Any]) -> Any:
+        """Run the request that follows a 416 answer; once more if its connection was reset.
+
+        Some servers close a kept-alive connection after refusing a range, and the pooled
+        connection's next request is then reset (seen on a loaded machine); the request is
+        idempotent, so one immediate retry on a fresh connection is safe.
+        """
+        try:
+            return call()
+        except Exception as err:
+            if self._classify(err) != "dropped":
+                raise
+            return call()
 
     def _download_parts(self, path: str, first: Any, out: MeteredWriter, size: int,
                         threads: int) -> int:

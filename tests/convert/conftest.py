@@ -11,6 +11,10 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Ray reads this when it is imported: a one-machine cluster on 127.0.0.1, never the machine's
+# routable address (which Ray would otherwise advertise and bind).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 
 @pytest.fixture
 def write_mds() -> Callable[..., str]:
@@ -55,3 +59,67 @@ def spark() -> Iterator[Any]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def engine_s3() -> Iterator[Any]:
+    """A moto S3 server on 127.0.0.1 for the cluster-engine tests (workers and driver)."""
+    from streaming.storage.testing import ServerUnavailable, start_moto
+
+    try:
+        server = start_moto()
+    except ServerUnavailable as err:
+        pytest.skip(str(err))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_runtime(engine_s3: Any) -> Iterator[Any]:
+    """One local Ray runtime for the session: 2 CPUs, no dashboard, loopback only.
+
+    Loopback only (see ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` above). Workers get the S3
+    server's variables and the repository on their path.
+    """
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    saved = {k: os.environ.get(k) for k in ("RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE")}
+    os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    worker_env = dict(engine_s3.env(), PYTHONPATH=REPO, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": worker_env}, logging_level="ERROR")
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def dask_client(engine_s3: Any) -> Iterator[Any]:
+    """Dask's distributed scheduler in this process with 2 worker processes, on 127.0.0.1;
+    the workers get the S3 server's variables."""
+    pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None,
+                                       env=dict(engine_s3.env(), PYTHONPATH=REPO))
+    client = distributed.Client(cluster)
+    try:
+        with dask.config.set({"dataframe.convert-string": False}):
+            yield client
+    finally:
+        client.close()
+        cluster.close()

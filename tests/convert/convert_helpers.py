@@ -3,8 +3,11 @@ that spawned worker processes can import."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from streaming.format import load_readers
 
@@ -26,3 +29,18 @@ def failing(task: int) -> Iterator[dict[str, Any]]:
         if task == 1 and sample["id"] == 15:
             raise RuntimeError("boom in task 1")
         yield sample
+
+
+class KillOnce:
+    """A map step that kills its worker process the first time it sees row 300 (a marker file
+    makes the retried attempt pass)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if 300 in batch["id"] and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)
+        batch["text"] = np.array([f"row {i}" for i in batch["id"]], dtype=object)
+        return batch
