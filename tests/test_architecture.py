@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     **{mod: LEAVES | {"order", "storage", "coord", "format", "cache", "array", "spanner",
                       "plugins"} | PARTS | COMPOSITION for mod in COMPOSITION},
     "merge": LEAVES | {"format", "storage"},
-    "convert": LEAVES | {"format", "storage", "merge"},
+    "convert": LEAVES | {"format", "storage", "merge", "cache"},
     "cli": LEAVES | {"order", "storage", "coord", "format", "cache", "merge", "convert", "cli"}
     | PARTS | COMPOSITION,
     "__main__": {"cli"},
@@ -81,6 +81,12 @@ def test_rooms_import_only_what_the_doc_allows(room: str) -> None:
                  for path, target in _imports().get(room, set())
                  if target != room and target not in ALLOWED[room])
     assert not bad, bad
+
+
+def test_only_shard_groups_of_convert_reaches_the_cache() -> None:
+    reaching = sorted(path for path, target in _imports().get("convert", set())
+                      if target == "cache")
+    assert reaching == ["streaming/convert/shard_groups.py"]
 
 
 def test_only_the_writer_of_format_reaches_storage() -> None:
