@@ -76,9 +76,13 @@ def engine_s3() -> Iterator[Any]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_runtime(engine_s3: Any) -> Iterator[Any]:
-    """One local Ray runtime for the session: 2 CPUs, no dashboard, loopback only.
+    """A local Ray runtime for one test module: 2 CPUs, no dashboard, loopback only.
+
+    Per module, not per session: later tests fork this process (DataLoader workers), and a
+    fork of a process holding Ray's gRPC channels left ``ray.shutdown()`` hanging at the end
+    of the session; shut down before the other modules run, it never is.
 
     Loopback only (see ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` above). Workers get the S3
     server's variables and the repository on their path.
@@ -105,7 +109,7 @@ def ray_runtime(engine_s3: Any) -> Iterator[Any]:
                 os.environ[key] = value
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_client(engine_s3: Any) -> Iterator[Any]:
     """Dask's distributed scheduler in this process with 2 worker processes, on 127.0.0.1;
     the workers get the S3 server's variables."""

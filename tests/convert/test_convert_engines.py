@@ -111,3 +111,23 @@ def test_reference_reads_what_ray_and_dask_wrote(ray_runtime: Any, dask_client: 
                               timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert json.loads(proc.stdout.strip().splitlines()[-1]) == list(range(count))
+
+
+def test_a_rerun_after_a_dead_job_commits_only_its_own_subsets(tmp_path: Any) -> None:
+    import pyarrow as pa
+
+    from streaming.convert.subsets import write_subset
+    from tests.convert.convert_helpers import read_back
+
+    out = tmp_path / "out"
+    dead = out / "deadbeef-00003-abcdef"  # what a killed driver's task left: shards, no index
+    dead.mkdir(parents=True)
+    (dead / "shard.00000.mds").write_bytes(b"half")
+    (out / "notes").mkdir()  # not ours: never touched
+    plan = plan_write(str(out), exist_ok=False, writer_kwargs={"compression": None})
+    results = [write_subset(plan, i, [pa.table({"id": list(range(10 * i, 10 * i + 10))})], None)
+               for i in range(2)]
+    report = commit(plan, [results[1], None, results[0]])  # any order in, task order out
+    assert [p.split("-")[1] for p in report.partitions] == ["00000", "00001"]
+    assert sorted(int(s["id"]) for s in read_back(str(out))) == list(range(20))
+    assert not dead.exists() and (out / "notes").exists()
