@@ -30,6 +30,10 @@ _ARRIVED, _GENERATION, _PARTIES, _MEMBERS = range(4)
 BARRIER_SLOTS = _MEMBERS + 2 * MAX_MEMBERS  # [arrived, generation, parties, (pid, start)...]
 DEFAULT_BARRIER_TIMEOUT = NODE_WAIT_TIMEOUT
 LIVENESS_PERIOD = 0.2  # seconds between liveness checks of a waiter (a /proc read per member)
+# A wait this long asks `stranded` why (every STRANDED_PERIOD s): ranks still constructing a
+# second dataset over the same remote are given time to attach before it is called a mistake.
+STRANDED_GRACE = 10.0
+STRANDED_PERIOD = 2.0
 
 
 def _dead_member(members: np.ndarray) -> int:
@@ -59,7 +63,8 @@ class Barrier:
     """Wait until `parties` processes have called `wait`; reusable round after round."""
 
     def __init__(
-        self, array: SharedArray, lock: FileLock, timeout: float = DEFAULT_BARRIER_TIMEOUT
+        self, array: SharedArray, lock: FileLock, timeout: float = DEFAULT_BARRIER_TIMEOUT,
+        stranded: Callable[[], str | None] | None = None,
     ) -> None:
         """Wrap the barrier's state.
 
@@ -67,12 +72,16 @@ class Barrier:
             array: int64 array of `BARRIER_SLOTS` elements, zero-initialised by its creator.
             lock: Serialises arrivals and membership changes.
             timeout: Default seconds `wait` allows the round to fill.
+            stranded: Says why the round can never fill, if it can tell (e.g. ranks of the node
+                waiting in another namespace); asked every few seconds once a wait has lasted
+                `STRANDED_GRACE` seconds, and a message fails the wait at once.
         """
         if array.dtype != np.int64 or array.shape != (BARRIER_SLOTS,):
             raise ValueError(f"Barrier state must be int64[{BARRIER_SLOTS}], got {array!r}")
         self.array = array
         self.lock = lock
         self.timeout = timeout
+        self.stranded = stranded
 
     @property
     def name(self) -> str:
@@ -154,10 +163,16 @@ class Barrier:
                     f"{parties} participants arrived")
 
         throttle = _Throttle(LIVENESS_PERIOD)
+        diagnosis = _Throttle(STRANDED_PERIOD)
+        diagnosis.next = time.monotonic() + STRANDED_GRACE
 
         def poll() -> bool | None:
             if state[_GENERATION] != generation:
                 return True
+            if self.stranded is not None and diagnosis.due():
+                why = self.stranded()
+                if why and state[_GENERATION] == generation:
+                    raise CoordinationError(f"Gave up waiting for {progress()}: {why}")
             if throttle.due():
                 dead = _dead_member(self._members())
                 if dead and state[_GENERATION] == generation:

@@ -8,6 +8,7 @@ the last live holder unlinks every block, lock file and record.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import weakref
@@ -31,6 +32,7 @@ from streaming.coord.records import (
     live_holders,
     read_record,
     registry_lock,
+    split_node_message,
     write_record,
 )
 from streaming.coord.release import Release, drain_pending
@@ -197,7 +199,8 @@ class Namespace:
 
     def barrier(self, obj: str = "barrier", timeout: float = DEFAULT_BARRIER_TIMEOUT) -> Barrier:
         """A reusable barrier `obj` (see `Barrier.wait`)."""
-        return Barrier(self.array(obj, np.int64, BARRIER_SLOTS), self.lock(obj), timeout)
+        return Barrier(self.array(obj, np.int64, BARRIER_SLOTS), self.lock(obj), timeout,
+                       stranded=functools.partial(split_node_message, self.state_dir, self.name))
 
     def claims(
         self, num_shards: int, obj: str = "shard", *, initial: ShardState = ShardState.REMOTE

@@ -115,7 +115,7 @@ def _choose(
                 write_record(state_dir, record)
                 return name
         _check_locals(state_dir, name, locals_, remotes)
-        write_record(state_dir, Record(name, locals_, remotes, holders=[entry]))
+        write_record(state_dir, Record(name, locals_, remotes, holders=[entry], job=job))
         for local, remote in zip(locals_, remotes, strict=True):
             add_local_user(state_dir, local, name, remote is not None)
         return name

@@ -48,6 +48,7 @@ class Record:
     remotes: list[str | None]
     holders: list[list[int]] = field(default_factory=list)  # [pid, start] per attached handle
     blocks: list[str] = field(default_factory=list)
+    job: str = ""  # the job key (`names.job_key`) of the ranks that may attach; "" if unknown
 
 
 def ensure_state_dir(tmp: str | None = None) -> str:
@@ -112,6 +113,38 @@ def write_record(state_dir: str, record: Record) -> None:
 def live_holders(record: Record) -> list[list[int]]:
     """The record's holders whose processes are still running."""
     return [h for h in record.holders if len(h) == 2 and is_alive(h[0], h[1])]
+
+
+def split_node_message(state_dir: str, namespace: str) -> str | None:
+    """Why a node-wide wait in `namespace` cannot fill, when that is because other ranks of the
+    same job opened the same remote(s) with other local directories; else None.
+
+    Each such rank creates a namespace of its own (the local directory is part of the name), so
+    every node-wide barrier waits for ranks that are waiting in another one.
+    """
+    ours = read_record(state_dir, namespace)
+    if ours is None or not ours.job or not any(r is not None for r in ours.remotes):
+        return None
+    our_pids = {h[0] for h in live_holders(ours)}
+    strays = []
+    for path in glob.glob(os.path.join(glob.escape(state_dir), "*.json")):
+        name = os.path.basename(path)[:-len(".json")]
+        if name == namespace:
+            continue
+        other = read_record(state_dir, name)
+        if (other is None or other.job != ours.job or other.remotes != ours.remotes
+                or other.locals == ours.locals):
+            continue
+        pids = sorted({h[0] for h in live_holders(other)} - our_pids)
+        if pids:
+            strays.append(f"{other.locals} (pids {pids})")
+    if not strays:
+        return None
+    return (f"other ranks of this job on this node opened the same remote {ours.remotes} with "
+            f"different local directories: {'; '.join(strays)}, while this process "
+            f"(pids {sorted(our_pids)}) uses {ours.locals}. Every rank of a node must pass the "
+            "same `local` (it is the node's cache); give ranks on different nodes whatever you "
+            "like.")
 
 
 def reclaim(state_dir: str, record: Record) -> list[str]:

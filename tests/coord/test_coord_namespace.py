@@ -302,3 +302,26 @@ def test_factories_initialise_only_on_creation(coord_tmp: str) -> None:
     assert ns.closed
     with pytest.raises(CoordinationError, match="closed"):
         ns.array("x", np.int64, 1)
+
+
+def test_ranks_of_one_node_with_different_locals_fail_fast_and_say_why(
+        coord_tmp: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streaming.coord import barrier
+    from streaming.coord.records import split_node_message
+
+    proc, theirs = _start_holder(coord_tmp, f"{coord_tmp}/rank0", "s3://b/d", JOB_A)
+    rank1 = open_namespace([f"{coord_tmp}/rank1"], ["s3://b/d"], env={**JOB_A, "RANK": "1"})
+    other = open_namespace([f"{coord_tmp}/eval"], ["s3://b/eval"], env={**JOB_A, "RANK": "1"})
+    try:
+        assert rank1.name != theirs
+        why = split_node_message(rank1.state_dir, rank1.name)
+        assert why and f"{coord_tmp}/rank0" in why and str(proc.pid) in why
+        assert split_node_message(other.state_dir, other.name) is None  # another remote: fine
+        monkeypatch.setattr(barrier, "STRANDED_GRACE", 0.0)
+        monkeypatch.setattr(barrier, "STRANDED_PERIOD", 0.0)
+        with pytest.raises(CoordinationError, match="different local directories"):
+            rank1.barrier("epoch", timeout=60).wait(2)
+    finally:
+        rank1.close()
+        other.close()
+        _kill(proc)
