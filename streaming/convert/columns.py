@@ -245,7 +245,8 @@ def _ndarray_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
             raise ConversionError(f"Column {name!r} row {row} has {int(lengths[row])} values, "
                                   f"but {encoding} needs {size}.")
         return _fixed_bytes(values.reshape(len(lengths), size), size * values.itemsize)
-    return np.split(values, offsets[1:-1]) if len(lengths) else []
+    bounds = offsets.tolist()  # plain slices: np.split costs ~3 µs per row
+    return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _python(array: pa.Array, target: Any, name: str) -> list[Any]:

@@ -130,11 +130,14 @@ class NDArray(Encoding):
 
     def encode(self, obj: np.ndarray) -> bytes:
         self._validate(obj, np.ndarray)
-        name = obj.dtype.name
-        if name not in _LE_DTYPES:
-            raise ValueError(f"Unsupported dtype: {name}.")
-        if self.dtype is not None and name != self.dtype:
-            raise ValueError(f"Wrong dtype: expected {self.dtype}, got {name}.")
+        if self._le is not None and obj.dtype == self._le:  # the common case: no name lookup
+            name = cast(str, self.dtype)
+        else:
+            name = obj.dtype.name  # computed by numpy on every access: a few µs
+            if name not in _LE_DTYPES:
+                raise ValueError(f"Unsupported dtype: {name}.")
+            if self.dtype is not None and name != self.dtype:
+                raise ValueError(f"Wrong dtype: expected {self.dtype}, got {name}.")
         if obj.size == 0:
             raise ValueError("Attempting to encode a numpy array with 0 elements.")
         if self.shape is None:
