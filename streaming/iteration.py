@@ -13,6 +13,7 @@ promptly: an abandoned iterator (or interpreter exit) never hangs.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,8 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from streaming.errors import ShardFormatError
 
 if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
@@ -220,8 +223,13 @@ def _read_chunk(reads: EpochReads, prefetcher: _Prefetcher, begin: int, ids: np.
                 continue
             for sub in range(0, end - start, step):  # progress reports keep prefetch ahead
                 prefetcher.consumed = begin + start + sub
-                yield from reads.read_run(shard, index + sub, index + min(sub + step,
-                                                                           end - start))
+                lo, hi = index + sub, index + min(sub + step, end - start)
+                try:  # around `yield from`: no frame per sample is added
+                    yield from reads.read_run(shard, lo, hi)
+                except ShardFormatError:
+                    raise
+                except (ValueError, struct.error) as err:  # a bulk decoder's own error
+                    raise reads.readers[shard].undecodable_run(lo, hi, err) from err
         return
     current = -1
     read_one, get_item = reads.read_one, reads.get_item

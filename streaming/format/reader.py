@@ -262,15 +262,38 @@ class Reader(Array, ABC):
             f"Sample {idx} of shard file {self._path(self.file_pairs[-1][0])} cannot be "
             f"decoded: {type(err).__name__}: {first}")
 
+    def undecodable_run(self, start: int, stop: int | None,
+                        err: BaseException) -> ShardFormatError:
+        """The error for a bulk read (`iter_range`) that met bytes which do not decode; bulk
+        paths do not track the sample, so the message names the run."""
+        first = str(err).strip().split("\n", 1)[0]
+        last = (self.samples if stop is None else min(stop, self.samples)) - 1
+        return ShardFormatError(
+            f"A sample in {start}..{last} of shard file {self._path(self.file_pairs[-1][0])} "
+            f"cannot be decoded: {type(err).__name__}: {first}")
+
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
-        """Decode samples ``start..stop-1`` in order (formats override with batched paths)."""
+        """Decode samples ``start..stop-1`` in order (formats override with batched paths).
+
+        Bulk paths may raise the decoder's own error (`ValueError`, `struct.error`); callers
+        that consume a run whole turn it into `undecodable_run` (see `decode_range`).
+        """
         stop = self.samples if stop is None else min(stop, self.samples)
         for idx in range(max(start, 0), stop):
             yield self.get_item(idx)
 
     def decode_range(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
-        """Samples ``start..stop-1`` as a list (the batched path, materialised)."""
-        return list(self.iter_range(start, stop))
+        """Samples ``start..stop-1`` as a list (the batched path, materialised).
+
+        Raises:
+            ShardFormatError: a sample's bytes cannot be decoded (names the file and the run).
+        """
+        try:
+            return list(self.iter_range(start, stop))
+        except ShardFormatError:
+            raise
+        except (ValueError, struct.error) as err:
+            raise self.undecodable_run(start, stop, err) from err
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_range()

@@ -332,3 +332,25 @@ def test_mapping_budget_bounds_open_files(tmp_path, small_registry) -> None:
     if fds is not None:
         assert len(os.listdir("/proc/self/fd")) <= fds + 3
     assert sum(r._state is not None for r in readers) <= 3
+
+
+def test_undecodable_bytes_in_a_bulk_read_name_the_file_and_run(tmp_path) -> None:
+    from streaming import StreamingDataset
+
+    with MDSWriter(out=str(tmp_path), columns={"id": "int", "text": "str"}) as writer:
+        for i in range(64):
+            writer.write({"id": i, "text": f"row-{i:04d}"})
+    path = tmp_path / "shard.00000.mds"
+    path.write_bytes(path.read_bytes().replace(b"row-0040", b"row-\xff\xfe40"))
+    reader = load_readers(str(tmp_path))[0]
+    with pytest.raises(ShardFormatError, match=r"Sample 40 of shard file .*shard.00000.mds "
+                                               r"cannot be decoded: UnicodeDecodeError"):
+        reader.get_item(40)
+    with pytest.raises(ShardFormatError, match=r"A sample in 0..63 of shard file "
+                                               r".*shard.00000.mds cannot be decoded"):
+        reader.decode_range()
+    dataset = StreamingDataset(local=str(tmp_path), batch_size=8)  # the epoch's bulk runs
+    with pytest.raises(ShardFormatError, match=r"shard.00000.mds cannot be decoded: "
+                                               r"UnicodeDecodeError"):
+        list(dataset)
+    assert reader.get_item(39)["text"] == "row-0039"  # the rest of the shard still reads
