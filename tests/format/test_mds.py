@@ -354,3 +354,32 @@ def test_undecodable_bytes_in_a_bulk_read_name_the_file_and_run(tmp_path) -> Non
                                                r"UnicodeDecodeError"):
         list(dataset)
     assert reader.get_item(39)["text"] == "row-0039"  # the rest of the shard still reads
+
+
+def _mapped_rss_kb(path: str) -> int:
+    """Resident kB of this process's mappings of `path` (from /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if not parts[0].endswith(":"):
+                inside = parts[-1] == path
+            elif inside and parts[0] == "Rss:":
+                total += int(parts[1])
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc")
+def test_in_order_reads_give_back_the_pages_they_consumed(tmp_path) -> None:
+    rows = 40_000
+    with MDSWriter(out=str(tmp_path), columns={"v": "ndarray:int32:64"},
+                   size_limit=1 << 26) as writer:
+        for i in range(rows):
+            writer.write({"v": np.full(64, i, np.int32)})
+    path = str(tmp_path / "shard.00000.mds")
+    reader = load_readers(str(tmp_path))[0]
+    samples = list(reader.iter_range())  # decoded arrays may view the mapping
+    assert os.path.getsize(path) > 10_000_000
+    assert _mapped_rss_kb(path) < 1024, "the consumed blocks stayed resident"
+    assert all(int(s["v"][0]) == i and int(s["v"][-1]) == i for i, s in enumerate(samples))
+    assert reader.get_item(rows // 2)["v"][3] == rows // 2  # the mapping still reads

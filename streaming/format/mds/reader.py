@@ -21,7 +21,13 @@ import numpy as np
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format.encodings import get_encoding, is_mds_encoding_safe
-from streaming.format.fileio import FileIdentity, map_file_identified, open_same, prefetch
+from streaming.format.fileio import (
+    FileIdentity,
+    map_file_identified,
+    open_same,
+    prefetch,
+    release,
+)
 from streaming.format.index import FileInfo
 from streaming.format.mds.read_plan import PREAD_MIN, Column, ReadPlan, pread_plan
 from streaming.format.reader import JointReader
@@ -184,7 +190,11 @@ class MDSReader(JointReader):
         step = block_samples(
             (int(state.offsets[stop]) - int(state.offsets[start])) // (stop - start))
         for begin in range(start, stop, step):
-            yield self._decode_block(state, columns, begin, min(begin + step, stop))
+            end = min(begin + step, stop)
+            yield self._decode_block(state, columns, begin, end)
+            # Resumed only once the block was consumed: its pages go back (RSS stays at the
+            # working set); arrays decoded from it stay valid (the file mapping refaults).
+            release(state.view, int(state.offsets[begin]), int(state.offsets[end]))
 
     def _decode_block(self, state: _Mapped, columns: list[Column], begin: int,
                       end: int) -> Iterator[dict[str, Any]]:
