@@ -15,6 +15,7 @@ from typing import Any
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from streaming.collate import collate_samples
 from streaming.dataset import StreamingDataset
 from streaming.order.world import World
 
@@ -40,11 +41,17 @@ class StreamingDataLoader(DataLoader):
     """A DataLoader whose `state_dict()` lets a `StreamingDataset` resume mid-epoch.
 
     Same constructor as `torch.utils.data.DataLoader`. Call `state_dict()` on rank 0 when
-    checkpointing and `load_state_dict()` on every rank before iterating.
+    checkpointing and `load_state_dict()` on every rank before iterating. Without a
+    `collate_fn`, batches are what `default_collate` makes, built faster
+    (`streaming.collate.collate_samples`); a `collate_fn` of your own is used as given.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        given = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
+        if given is None and self._auto_collation:
+            # default_collate's result, built column-wise (see `streaming.collate`).
+            self.collate_fn = collate_samples
         self.num_samples_yielded = 0
         dataset = self._streaming_dataset()
         if dataset is not None and isinstance(self.batch_size, int):

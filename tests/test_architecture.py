@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version"}
-PARTS = {"catalog", "iteration", "checkpoint", "dataset_config", "dataset_fields"}
+PARTS = {"catalog", "iteration", "checkpoint", "dataset_config", "dataset_fields", "collate"}
 COMPOSITION = {"stream", "dataset", "loader", "local"}
 TOP = {"merge", "convert", "cli", "__main__"}
 COMPAT = {"base", "vision", "text", "multimodal"}
