@@ -16,7 +16,6 @@ moving batches between processes, not collation, is the cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ __all__ = ["collate_samples"]
 _TENSOR_KINDS = frozenset("biufc")
 
 
-def collate_samples(batch: Sequence[Any]) -> Any:
+def collate_samples(batch: list[Any]) -> Any:
     """Collate a batch exactly as `default_collate` does, column-wise for plain dicts."""
     if not batch or type(batch[0]) is not dict:
         return default_collate(batch)
