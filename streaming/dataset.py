@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import logging
 import math
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -21,25 +20,25 @@ from numpy.typing import NDArray
 from torch.utils.data import IterableDataset
 
 from streaming.array import Array
-from streaming.cache.limits import check_cache_limit
-from streaming.cache.node_cache import NodeCache
-from streaming.catalog import Catalog
 from streaming.checkpoint import (
-    RESUME_BYTES,
     Checkpoint,
     check_state_dict,
     decode_checkpoint,
     encode_checkpoint,
 )
-from streaming.coord import open_namespace
-from streaming.coord.barrier import LATCH_SLOTS, Latch, once_per_node
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
+from streaming.dataset_setup import (
+    build_streams,
+    check_limit,
+    derive_table,
+    load_catalog,
+    open_node_state,
+)
 from streaming.format.reader import Reader
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.plan import (
     Resolution,
-    StreamTable,
     epoch_node_rows,
     node_rows,
     plan,
@@ -47,9 +46,8 @@ from streaming.order.plan import (
     resolve_epoch,
 )
 from streaming.order.world import World
-from streaming.plugins import construct_from_registry
 from streaming.spanner import Spanner
-from streaming.stream import Stream, streams_registry
+from streaming.stream import Stream
 
 __all__ = ["StreamingDataset"]
 
@@ -130,12 +128,15 @@ class StreamingDataset(Array, IterableDataset):
         self._set_worlds(replication)
         self.config = DatasetConfig.from_arguments(arguments, has_streams=bool(streams))
         self._resolution: Resolution = self.config.order.start()
-        self.streams = self._build_streams(streams, self.config)
+        self.streams = build_streams(streams, self.config)
         Stream.validate_weights(self.streams)
-        self._catalog = self._load_streams()
-        self._check_cache_limit(self.config.cache_limit)
-        self._table = self._derive_weights()
-        self._open_node_state()
+        self._catalog = load_catalog(self.streams, self._unique_world, self.allow_unsafe_types)
+        check_limit(self.config.cache_limit, self.streams, self._catalog)
+        self._table = derive_table(self._catalog, self.streams, self.config)
+        node = open_node_state(self.streams, self._catalog, self.cache_limit)
+        self._namespace, self._cache, self._plan_board = node.namespace, node.cache, node.plan_board
+        self._next_epoch, self._resume_page = node.next_epoch, node.resume_page
+        self._epoch_barrier = node.epoch_barrier
 
     # ------------------------------------------------------------------------- construction
 
@@ -143,41 +144,6 @@ class StreamingDataset(Array, IterableDataset):
         self._unique_world = World.detect()
         self._parallel_world = (self._unique_world.replicate(replication) if replication
                                 else self._unique_world.copy())
-
-    @staticmethod
-    def _build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> list[Stream]:
-        defaults = config.stream_defaults.as_dict()
-        if streams:
-            for stream in streams:
-                stream.apply_default(defaults)
-            return list(streams)
-        kwargs = dict(config.stream_config or {})
-        kwargs.update(defaults)
-        return [construct_from_registry(config.stream_name, streams_registry,
-                                        partial_function=False, kwargs=kwargs)]
-
-    def _load_streams(self) -> Catalog:
-        groups = []
-        for stream in self.streams:
-            shards = stream.get_shards(self._unique_world, self.allow_unsafe_types)
-            if not sum(shard.samples for shard in shards):
-                raise RuntimeError(
-                    f"Stream contains no samples: {os.path.join(stream.local_dir, 'index.json')}."
-                )
-            groups.append(shards)
-        return Catalog.build(groups)
-
-    def _derive_weights(self) -> StreamTable:
-        """Every stream's proportion, repeat and choose, recorded on the streams as well (the
-        reference's `Stream.apply_weights` does, and user code reads them there)."""
-        table = StreamTable.derive(
-            [self._catalog.samples_per_shard[self._catalog.stream_slice(i)]
-             for i in range(len(self.streams))],
-            [stream.given_weights for stream in self.streams], self.config.order.epoch_size,
-            self.config.order.shuffle_seed)
-        for stream, weights in zip(self.streams, table.weights):
-            stream.derived_weights = weights
-        return table
 
     def adopt_batch_size(self, batch_size: int) -> None:
         """Lay samples out for `batch_size` when the dataset was built without one.
@@ -187,48 +153,6 @@ class StreamingDataset(Array, IterableDataset):
         """
         if self.batch_size is None:
             self.batch_size = batch_size
-
-    def _check_cache_limit(self, limit: int | None) -> None:
-        if limit is not None:
-            fetchable = np.array([s.has_remote_copy for s in self.streams], bool)
-            check_cache_limit(limit, sum(stream.get_index_size() for stream in self.streams),
-                              np.array([shard.get_max_size() for shard in self.shards], np.int64),
-                              fetchable[self.stream_per_shard])
-
-    def _open_node_state(self) -> None:
-        """Attach the node-shared objects; the node's first process sets the cache up.
-
-        Whichever process creates the shard table (any rank may win that race) caches each
-        stream's index, reconciles the cache directory and records what it holds; it needs
-        nothing another process writes. The others wait until it is done (at once if it fails or
-        dies), so none touches shard states before they are set. Each process then joins the
-        epoch barrier as a member, so a rank that dies makes its peers' barrier fail fast.
-        """
-        locals_ = [os.path.abspath(s.local_dir) for s in self.streams]
-        remotes = [s.remote_dir for s in self.streams]
-        ns = open_namespace(locals_, remotes)
-        self._namespace = ns
-        self._cache = NodeCache(ns, self.shards, [s.source for s in self.streams],
-                                self.stream_per_shard, self.cache_limit)
-        first = self._cache.claims.states.created
-        once_per_node(Latch(ns.array("setup", np.int64, LATCH_SLOTS)), first, self._set_up_cache,
-                      f"The cache set-up of {locals_}")
-        for stream in self.streams:
-            stream.release_index()
-        self._next_epoch = ns.scalar("next_epoch")
-        self._resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
-        self._epoch_barrier = ns.barrier("epoch")
-        self._epoch_barrier.join()
-        self._plan_board = ns.board("plan")
-
-    def _set_up_cache(self) -> None:
-        """Cache the indexes and record the bytes of each shard already present (once per node)."""
-        present = np.zeros(self.num_shards, np.int64)
-        for stream_id, stream in enumerate(self.streams):
-            begin = int(self.shard_offset_per_stream[stream_id])
-            end = begin + int(self.shards_per_stream[stream_id])
-            stream.set_up_local(self.shards[begin:end], present[begin:end])
-        self._cache.set_up(sum(s.get_index_size() for s in self.streams), present)
 
     # ------------------------------------------------------------------------- sizes
 

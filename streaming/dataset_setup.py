@@ -1,0 +1,130 @@
+"""How a `StreamingDataset` is assembled: its streams, their shard catalog, the stream weights,
+the cache-limit check and the node's shared state.
+
+`StreamingDataset.__init__` calls these in order; each takes plain values and returns one, so
+the constructor reads like a table of contents and no step reaches into the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from streaming.cache.limits import check_cache_limit
+from streaming.cache.node_cache import NodeCache
+from streaming.catalog import Catalog
+from streaming.checkpoint import RESUME_BYTES
+from streaming.coord import open_namespace
+from streaming.coord.array import SharedArray
+from streaming.coord.barrier import LATCH_SLOTS, Barrier, Latch, once_per_node
+from streaming.coord.board import PlanBoard
+from streaming.coord.namespace import Namespace
+from streaming.coord.scalar import SharedScalar
+from streaming.dataset_config import DatasetConfig
+from streaming.order.plan import StreamTable
+from streaming.order.world import World
+from streaming.plugins import construct_from_registry
+from streaming.stream import Stream, streams_registry
+
+__all__ = ["NodeState", "build_streams", "check_limit", "derive_table", "load_catalog",
+           "open_node_state"]
+
+
+def build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> list[Stream]:
+    """The given streams with the dataset's defaults applied, or the one stream the dataset's
+    own arguments describe (built through the streams registry, as the reference does)."""
+    defaults = config.stream_defaults.as_dict()
+    if streams:
+        for stream in streams:
+            stream.apply_default(defaults)
+        return list(streams)
+    kwargs = dict(config.stream_config or {})
+    kwargs.update(defaults)
+    return [construct_from_registry(config.stream_name, streams_registry,
+                                    partial_function=False, kwargs=kwargs)]
+
+
+def load_catalog(streams: Sequence[Stream], world: World, allow_unsafe_types: bool) -> Catalog:
+    """Every stream's shards (reading each index), as one catalog.
+
+    Raises:
+        RuntimeError: a stream has no samples (the reference's message).
+    """
+    groups = []
+    for stream in streams:
+        shards = stream.get_shards(world, allow_unsafe_types)
+        if not sum(shard.samples for shard in shards):
+            raise RuntimeError(
+                f"Stream contains no samples: {os.path.join(stream.local_dir, 'index.json')}.")
+        groups.append(shards)
+    return Catalog.build(groups)
+
+
+def derive_table(catalog: Catalog, streams: Sequence[Stream], config: DatasetConfig
+                 ) -> StreamTable:
+    """Every stream's proportion, repeat and choose, recorded on the streams as well (the
+    reference's `Stream.apply_weights` does, and user code reads them there)."""
+    table = StreamTable.derive(
+        [catalog.samples_per_shard[catalog.stream_slice(i)] for i in range(len(streams))],
+        [stream.given_weights for stream in streams], config.order.epoch_size,
+        config.order.shuffle_seed)
+    for stream, weights in zip(streams, table.weights):
+        stream.derived_weights = weights
+    return table
+
+
+def check_limit(limit: int | None, streams: Sequence[Stream], catalog: Catalog) -> None:
+    """Refuse a `cache_limit` that cannot hold what the epoch needs (see `check_cache_limit`)."""
+    if limit is not None:
+        fetchable = np.array([s.has_remote_copy for s in streams], bool)
+        check_cache_limit(limit, sum(stream.get_index_size() for stream in streams),
+                          np.array([shard.get_max_size() for shard in catalog.shards], np.int64),
+                          fetchable[catalog.stream_per_shard])
+
+
+@dataclass
+class NodeState:
+    """The node-shared objects of one dataset (one namespace per dataset per node)."""
+
+    namespace: Namespace
+    cache: NodeCache
+    next_epoch: SharedScalar
+    resume_page: SharedArray
+    epoch_barrier: Barrier
+    plan_board: PlanBoard
+
+
+def open_node_state(streams: Sequence[Stream], catalog: Catalog,
+                    cache_limit: int | None) -> NodeState:
+    """Attach the node-shared objects; the node's first process sets the cache up.
+
+    Whichever process creates the shard table (any rank may win that race) caches each
+    stream's index, reconciles the cache directory and records what it holds; it needs
+    nothing another process writes. The others wait until it is done (at once if it fails or
+    dies), so none touches shard states before they are set. Each process then joins the
+    epoch barrier as a member, so a rank that dies makes its peers' barrier fail fast.
+    """
+    locals_ = [os.path.abspath(s.local_dir) for s in streams]
+    ns = open_namespace(locals_, [s.remote_dir for s in streams])
+    cache = NodeCache(ns, catalog.shards, [s.source for s in streams], catalog.stream_per_shard,
+                      cache_limit)
+
+    def set_up() -> None:  # once per node: cache the indexes, record the shards present
+        present = np.zeros(len(catalog.shards), np.int64)
+        for stream_id, stream in enumerate(streams):
+            span = catalog.stream_slice(stream_id)
+            stream.set_up_local(catalog.shards[span], present[span])
+        cache.set_up(sum(s.get_index_size() for s in streams), present)
+
+    once_per_node(Latch(ns.array("setup", np.int64, LATCH_SLOTS)),
+                  cache.claims.states.created, set_up, f"The cache set-up of {locals_}")
+    for stream in streams:
+        stream.release_index()
+    next_epoch = ns.scalar("next_epoch")
+    resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
+    barrier = ns.barrier("epoch")
+    barrier.join()
+    return NodeState(ns, cache, next_epoch, resume_page, barrier, ns.board("plan"))
