@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streaming.errors import ShardFormatError
+from streaming.errors import StreamingError
 
 if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
@@ -226,7 +226,7 @@ def _read_chunk(reads: EpochReads, prefetcher: _Prefetcher, begin: int, ids: np.
                 lo, hi = index + sub, index + min(sub + step, end - start)
                 try:  # around `yield from`: no frame per sample is added
                     yield from reads.read_run(shard, lo, hi)
-                except ShardFormatError:
+                except StreamingError:  # ours (a hash mismatch, a bad shard) say it already
                     raise
                 except (ValueError, struct.error) as err:  # a bulk decoder's own error
                     raise reads.readers[shard].undecodable_run(lo, hi, err) from err

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from streaming.array import Array
-from streaming.errors import IndexFormatError, ShardFormatError
+from streaming.errors import IndexFormatError, ShardFormatError, StreamingError
 from streaming.format.fileio import map_file, open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
 from streaming.format.shard_files import RAW, ZIP, ShardFiles
@@ -290,7 +290,7 @@ class Reader(Array, ABC):
         """
         try:
             return list(self.iter_range(start, stop))
-        except ShardFormatError:
+        except StreamingError:
             raise
         except (ValueError, struct.error) as err:
             raise self.undecodable_run(start, stop, err) from err
