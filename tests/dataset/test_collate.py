@@ -121,3 +121,17 @@ def test_a_users_collate_fn_is_kept(tmp_path: Any) -> None:
     unbatched = StreamingDataLoader(StreamingDataset(local=str(tmp_path), batch_size=1),
                                     batch_size=None)
     assert unbatched.collate_fn is not collate_samples
+
+
+def test_in_a_worker_a_batch_crosses_in_one_shared_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streaming.collate as collate
+
+    monkeypatch.setattr(collate, "get_worker_info", lambda: object())
+    batch = [{"id": i, "t": np.full(5, i, np.int16), "f": i / 2, "s": "x"} for i in range(7)]
+    ours = collate.collate_samples(batch)
+    monkeypatch.undo()
+    _same(ours, default_collate(batch), "in a worker")
+    storages = {ours[k].untyped_storage().data_ptr() for k in ("id", "t", "f")}
+    assert len(storages) == 1 and ours["t"].is_shared()
+    assert all(ours[k].storage_offset() * ours[k].element_size() % 64 == 0
+               for k in ("id", "t", "f"))
