@@ -4,9 +4,9 @@
 is collated column by column; the columns our readers decode most (numpy arrays of one shape
 and dtype, Python ints and floats, strings) take a fast path that builds each column in one
 step (one `np.stack` into the batch tensor; inside a DataLoader worker, as torch does, in shared
-memory, and all of a batch's tensors in one buffer so it crosses as one file descriptor); every
-other column,
-and anything that is not a plain dict of columns, goes through `default_collate` itself. The
+memory, and all of a batch's tensors in one buffer so it crosses as one file descriptor);
+every other column, and anything that is not a plain dict of columns, goes through
+`default_collate` itself. The
 result is the same as `default_collate`'s in type, dtype, shape and values (tested per encoding
 family); a batch `default_collate` refuses (ragged arrays, missing keys) is refused by it too.
 
