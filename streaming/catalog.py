@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.format.shard_readers import ShardReaders
 from streaming.order.resample import StreamLayout, exclusive_cumsum
 from streaming.spanner import Spanner
 
@@ -25,9 +26,14 @@ __all__ = ["Catalog"]
 
 @dataclass(frozen=True)
 class Catalog:
-    """Shards of all streams in stream order; every array is int64."""
+    """Shards of all streams in stream order; every array is int64.
 
-    shards: list[Reader]
+    `shards` builds each reader on first use (`ShardReaders`); `groups` are the same readers
+    per stream.
+    """
+
+    shards: ShardReaders
+    groups: tuple[ShardReaders, ...]
     layout: StreamLayout
     stream_per_shard: NDArray[np.int64]
     samples_per_stream: NDArray[np.int64]
@@ -36,14 +42,16 @@ class Catalog:
 
     @classmethod
     def build(cls, shards_per_stream_lists: Sequence[Sequence[Reader]]) -> Catalog:
-        layout = StreamLayout.from_shard_sizes(
-            [[shard.samples for shard in group] for group in shards_per_stream_lists])
-        samples_per_stream = np.array(
-            [sum(s.samples for s in g) for g in shards_per_stream_lists], np.int64)
+        groups = tuple(g if isinstance(g, ShardReaders) else ShardReaders.from_readers(g)
+                       for g in shards_per_stream_lists)
+        sizes = [group.samples for group in groups]
+        layout = StreamLayout.from_shard_sizes(sizes)
+        samples_per_stream = np.array([int(s.sum()) for s in sizes], np.int64)
         return cls(
-            shards=[shard for group in shards_per_stream_lists for shard in group],
+            shards=ShardReaders.concat(groups),
+            groups=groups,
             layout=layout,
-            stream_per_shard=np.repeat(np.arange(len(shards_per_stream_lists), dtype=np.int64),
+            stream_per_shard=np.repeat(np.arange(len(groups), dtype=np.int64),
                                        layout.shards_per_stream),
             samples_per_stream=samples_per_stream,
             sample_offset_per_stream=exclusive_cumsum(samples_per_stream),

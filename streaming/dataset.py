@@ -35,7 +35,7 @@ from streaming.dataset_setup import (
     load_catalog,
     open_node_state,
 )
-from streaming.format.reader import Reader
+from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import EpochReads, drop_padding, iterate_epoch
 from streaming.order.plan import (
     Resolution,
@@ -82,7 +82,7 @@ class StreamingDataset(Array, IterableDataset):
     allow_unsafe_types = ConfigField[bool]()
     replication = ConfigField["int | None"]()
     # The shard catalog's bookkeeping (int64 arrays, stream then shard order).
-    shards = CatalogField[list[Reader]]()
+    shards = CatalogField[ShardReaders]()
     num_shards = CatalogField[int]()
     num_samples = CatalogField[int]()
     stream_per_shard = CatalogField[NDArray[np.int64]]()
@@ -356,7 +356,7 @@ class StreamingDataset(Array, IterableDataset):
     def close(self) -> None:
         """Release shared memory and open shard mappings now (also done on garbage collection)."""
         try:
-            for shard in self.shards:
+            for shard in self.shards.built():
                 shard.close()
         finally:  # even if a signal handler raises into us (torch's, on a killed worker)
             self._namespace.close()

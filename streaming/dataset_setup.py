@@ -24,6 +24,7 @@ from streaming.coord.board import PlanBoard
 from streaming.coord.namespace import Namespace
 from streaming.coord.scalar import SharedScalar
 from streaming.dataset_config import DatasetConfig
+from streaming.format.shard_readers import ShardReaders
 from streaming.order.plan import StreamTable
 from streaming.order.world import World
 from streaming.plugins import construct_from_registry
@@ -56,7 +57,11 @@ def load_catalog(streams: Sequence[Stream], world: World, allow_unsafe_types: bo
     groups = []
     for stream in streams:
         shards = stream.get_shards(world, allow_unsafe_types)
-        if not sum(shard.samples for shard in shards):
+        if isinstance(shards, ShardReaders):
+            samples = int(shards.samples.sum())
+        else:  # a user's Stream subclass returning its own readers
+            samples = sum(shard.samples for shard in shards)
+        if not samples:
             raise RuntimeError(
                 f"Stream contains no samples: {os.path.join(stream.local_dir, 'index.json')}.")
         groups.append(shards)
@@ -81,7 +86,7 @@ def check_limit(limit: int | None, streams: Sequence[Stream], catalog: Catalog) 
     if limit is not None:
         fetchable = np.array([s.has_remote_copy for s in streams], bool)
         check_cache_limit(limit, sum(stream.get_index_size() for stream in streams),
-                          np.array([shard.get_max_size() for shard in catalog.shards], np.int64),
+                          catalog.shards.max_bytes,
                           fetchable[catalog.stream_per_shard])
 
 
@@ -116,7 +121,7 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
         present = np.zeros(len(catalog.shards), np.int64)
         for stream_id, stream in enumerate(streams):
             span = catalog.stream_slice(stream_id)
-            stream.set_up_local(catalog.shards[span], present[span])
+            stream.set_up_local(catalog.groups[stream_id], present[span])
         cache.set_up(sum(s.get_index_size() for s in streams), present)
 
     once_per_node(Latch(ns.array("setup", np.int64, LATCH_SLOTS)),

@@ -19,9 +19,10 @@ from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.dataset_config import StreamDefaults
 from streaming.errors import IndexFormatError
-from streaming.format import reader_for_entry
 from streaming.format.index import get_index_basename, naming_index
 from streaming.format.shard_files import list_files
+from streaming.format.shard_readers import ShardReaders, build_readers
+from streaming.format.shard_table import TABLE_MIN_SHARDS
 from streaming.order.weighting import (
     StreamWeights,
     apply_weights,
@@ -266,23 +267,31 @@ class Stream:
                           source.timeout)
 
     def get_shards(self, world: World | None = None,
-                   allow_unsafe_types: bool = False) -> list[Reader]:
+                   allow_unsafe_types: bool = False) -> ShardReaders:
         """Load this stream's index into shard readers, refusing unsafe encodings unless allowed.
 
         The remote index is parsed (and its readers built) before anything is cached. Caching it
         is part of the node's cache set-up (`set_up_local`, done by one process per node) so no
         process ever depends on a file another one may not have written yet; with `world=None`
-        (no dataset, no node to coordinate) it is cached here.
+        (no dataset, no node to coordinate) it is cached here. An index seen before (its exact
+        text) is not parsed again: its binary table (`streaming.format.shard_table`) gives what
+        construction needs, and each reader is built when its shard is first read.
         """
-        loaded = self.index_cache().load()
-        shards = []
-        for entry in loaded.entries:
+        cache = self.index_cache()
+        loaded = cache.load()
+        if loaded.table is not None:
+            shards = ShardReaders.from_table(loaded.table, self.local, self.split)
+        else:
             try:
-                shard = reader_for_entry(self.local, self.split, entry)
+                shards = build_readers(loaded.key, loaded.entries, self.local, self.split)
             except IndexFormatError as err:
                 raise naming_index(err, loaded.where) from None
-            shard.validate(allow_unsafe_types)
-            shards.append(shard)
+            table = shards.part_tables()[0]
+            if table is not None and len(table) >= TABLE_MIN_SHARDS:
+                cache.save_table(table)
+        unsafe = shards.part_tables()[0]
+        if not allow_unsafe_types and unsafe is not None and unsafe.unsafe.any():
+            shards[int(np.argmax(unsafe.unsafe))].validate(allow_unsafe_types)
         self._index_size = len(loaded.text)
         self._pending_index = loaded if loaded.from_remote else None
         # The cache directory exists once the index is loaded, as in the reference (whose
@@ -303,17 +312,28 @@ class Stream:
         prepare_shard_files(self.source(), shard.files)
         return shard.files.resident_bytes() - before
 
-    def set_up_local(self, shards: list[Reader], cache_usage_per_shard: np.ndarray) -> None:
+    def set_up_local(self, shards: Sequence[Reader], cache_usage_per_shard: np.ndarray) -> None:
         """Reconcile the cache directory with the index; record bytes present per shard.
 
         Called by one process per node: it also caches the index `get_shards` read (dropping
-        files the new index no longer vouches for) before looking at what is present.
+        files the new index no longer vouches for) before looking at what is present. With a
+        shard table, shards whose files are all there or all missing are counted from arrays;
+        only the others (partly present, or a form to drop) build their readers.
         """
         self._commit_index()
         listing = list_files(self.local_dir)
         keep_zip = self.safe_keep_zip
-        for i, shard in enumerate(shards):
-            cache_usage_per_shard[i] = shard.set_up_local(listing, keep_zip)
+        tables = shards.part_tables() if isinstance(shards, ShardReaders) else [None]
+        if len(tables) == 1 and tables[0] is not None:
+            prefix = os.path.join(self.local_dir, "")
+            names = [path[len(prefix):] for path in listing if path.startswith(prefix)]
+            present, check = tables[0].present(names, keep_zip)
+            cache_usage_per_shard[:] = present
+            todo = np.flatnonzero(check).tolist()
+        else:
+            todo = range(len(shards))
+        for i in todo:
+            cache_usage_per_shard[i] = shards[i].set_up_local(listing, keep_zip)
 
     def get_index_size(self) -> int:
         """Bytes of this stream's index.json (as loaded: the cached copy may not be written yet)."""

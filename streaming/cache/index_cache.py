@@ -14,12 +14,14 @@ import logging
 import os
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from streaming.errors import IndexFormatError, RemoteUnavailableWarning
 from streaming.format.fileio import write_atomic
 from streaming.format.index import ShardEntry, get_index_basename, parse_index
 from streaming.format.shard_files import drop_changed_files
+from streaming.format.shard_table import TABLE_SUFFIX, ShardTable, index_key, load_table, save_table
 from streaming.storage.transfer import read
 
 __all__ = ["IndexCache", "LoadedIndex"]
@@ -29,12 +31,24 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LoadedIndex:
-    """An index as read: its bytes, its parsed entries, where it came from."""
+    """An index as read: its bytes, where it came from, and its binary table if one matched.
+
+    The entries are parsed on first use: with a table, construction needs none of them.
+    """
 
     text: bytes
-    entries: list[ShardEntry]
     where: str  # the URL or path it was read from (errors name it)
     from_remote: bool  # read from the remote (and so to be cached), not the cached copy
+    table: ShardTable | None = None  # the cached `ShardTable` of exactly this text, if any
+
+    @cached_property
+    def key(self) -> str:
+        return index_key(self.text)
+
+    @cached_property
+    def entries(self) -> list[ShardEntry]:
+        """Every entry, parsed and checked (see `parse_index`)."""
+        return parse_index(self.text, self.where)
 
 
 class IndexCache:
@@ -56,6 +70,11 @@ class IndexCache:
     @property
     def path(self) -> str:
         return os.path.join(self.local_dir, get_index_basename())
+
+    @property
+    def table_path(self) -> str:
+        """Where the binary table of the cached index lives (`index.json.table`)."""
+        return self.path + TABLE_SUFFIX
 
     def load(self) -> LoadedIndex:
         """The index to use (see the module docstring for which).
@@ -84,13 +103,30 @@ class IndexCache:
                 f"using the cached copy {self.path}. Shards already in the cache are used as they "
                 f"are; any other shard is fetched from the remote when needed."), stacklevel=5)
             return self._cached()
-        where = self.store.url_for(get_index_basename())
-        return LoadedIndex(text, parse_index(text, where), where, True)
+        return self._with_table(LoadedIndex(text, self.store.url_for(get_index_basename()), True))
 
     def _cached(self) -> LoadedIndex:
         with open(self.path, "rb") as f:
             text = f.read()
-        return LoadedIndex(text, parse_index(text, self.path), self.path, False)
+        return self._with_table(LoadedIndex(text, self.path, False))
+
+    def _with_table(self, loaded: LoadedIndex) -> LoadedIndex:
+        """The index with its binary table if one of exactly this text is cached, else parsed
+        (so a malformed index fails here, before anything is cached)."""
+        table = load_table(self.table_path, loaded.key)
+        if table is None:
+            _ = loaded.entries
+            return loaded
+        return LoadedIndex(loaded.text, loaded.where, loaded.from_remote, table)
+
+    def save_table(self, table: ShardTable) -> None:
+        """Cache the binary table of an index (best effort: a read-only dataset directory just
+        means the next construction parses the index again)."""
+        try:
+            os.makedirs(self.local_dir, exist_ok=True)
+            save_table(self.table_path, table)
+        except OSError as err:
+            log.debug("Could not cache the shard table %s: %s", self.table_path, err)
 
     def commit(self, loaded: LoadedIndex) -> None:
         """Cache an index read from the remote, deleting files it no longer vouches for.

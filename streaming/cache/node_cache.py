@@ -26,6 +26,7 @@ from streaming.cache.eviction import choose_evictions
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
+from streaming.format.shard_readers import ShardReaders
 from streaming.order.next_use import NEVER, UseSchedule
 
 if TYPE_CHECKING:
@@ -62,13 +63,14 @@ class NodeCache:
                  sources: Sequence[Callable[[], ShardSource]], stream_ids: np.ndarray,
                  cache_limit: int | None) -> None:
         self.namespace = namespace
-        self.shards = list(shards)
+        self.shards = shards if isinstance(shards, ShardReaders) else ShardReaders.from_readers(
+            shards)
         self.sources = list(sources)  # per stream; called lazily (stores open per process)
         # Per stream, then spread over shards: building a source per shard costs ~5 us each.
         built = [src() for src in sources]
         self.info = _ShardInfo(
             stream_ids=stream_ids,
-            cache_bytes=np.array([s.get_max_size() for s in shards], np.int64),
+            cache_bytes=self.shards.max_bytes,
             has_remote=np.array([src.store is not None for src in built], bool)[stream_ids],
         )
         self.cache_limit = cache_limit

@@ -32,7 +32,8 @@ class StreamLayout(NamedTuple):
     def from_shard_sizes(cls, shard_sizes: Sequence[Sequence[int] | NDArray[np.int64]]
                          ) -> StreamLayout:
         """The layout of streams given, per stream, the sample count of each shard."""
-        sizes = np.array([n for stream in shard_sizes for n in stream], np.int64)
+        sizes = np.concatenate([np.asarray(stream, np.int64).reshape(-1) for stream in shard_sizes]
+                               or [np.zeros(0, np.int64)])
         counts = np.array([len(stream) for stream in shard_sizes], np.int64)
         return cls(sizes, exclusive_cumsum(sizes), exclusive_cumsum(counts), counts)
 

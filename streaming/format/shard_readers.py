@@ -1,0 +1,174 @@
+"""The shard readers of a dataset as a sequence that builds each reader on first use.
+
+A dataset of a million shards must construct in well under a second, but building a reader
+costs ~10-30 us (its index entry parsed and checked). `ShardReaders` answers what construction
+asks (how many shards, samples and bytes per shard) from arrays and builds a shard's reader only
+when something reads that shard. Parts come from a `ShardTable` (one per stream) or, for
+streams that return their own readers (a user's `Stream.get_shards`), from a plain list.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streaming.errors import UnsafeTypeError
+from streaming.format.index import ShardEntry
+from streaming.format.shard_table import ShardTable
+
+if TYPE_CHECKING:
+    from streaming.format.reader import Reader
+
+__all__ = ["ShardReaders", "build_readers"]
+
+
+class _Part:
+    """One stream's shards: a table (readers built lazily) or readers already built."""
+
+    def __init__(self, table: ShardTable | None, dirname: str, split: str | None,
+                 readers: Sequence[Reader] | None) -> None:
+        self.table, self.dirname, self.split = table, dirname, split
+        self.readers = readers
+
+    def __len__(self) -> int:
+        return len(self.table) if self.table is not None else len(self.readers or ())
+
+    def build(self, shard: int) -> Reader:
+        if self.readers is not None:
+            return self.readers[shard]
+        from streaming.format import reader_for_entry  # the format registry imports us
+
+        assert self.table is not None
+        return reader_for_entry(self.dirname, self.split, self.table.entry(shard))
+
+    def samples(self) -> NDArray[np.int64]:
+        if self.table is not None:
+            return self.table.samples
+        return np.array([r.samples for r in self.readers or ()], np.int64)
+
+    def max_bytes(self) -> NDArray[np.int64]:
+        if self.table is not None:
+            return self.table.max_bytes
+        return np.array([r.get_max_size() for r in self.readers or ()], np.int64)
+
+
+class ShardReaders(Sequence["Reader"]):
+    """Every shard's reader in global shard order, each built the first time it is asked for.
+
+    Indexing by an int returns the reader (the same object every time); a slice returns a list.
+    `samples` and `max_bytes` come from the tables without building readers.
+    """
+
+    def __init__(self, parts: Sequence[_Part]) -> None:
+        self._parts = list(parts)
+        self._starts = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(int)
+        self._built: list[Reader | None] = [None] * int(self._starts[-1])
+        start = 0
+        for part in self._parts:  # readers already made (a list, or the table's first build)
+            if part.readers is not None:
+                self._built[start:start + len(part)] = list(part.readers)
+            start += len(part)
+
+    @classmethod
+    def from_table(cls, table: ShardTable, dirname: str, split: str | None,
+                   readers: Sequence[Reader] | None = None) -> ShardReaders:
+        """One stream's readers; `readers`, if given, are the ones already built (all of them)."""
+        part = _Part(table, dirname, split, None)
+        made = cls([part])
+        if readers is not None:
+            made._built[:] = list(readers)
+        return made
+
+    @classmethod
+    def from_readers(cls, readers: Sequence[Reader]) -> ShardReaders:
+        """Readers built by the caller (no table)."""
+        return cls([_Part(None, "", None, list(readers))])
+
+    @classmethod
+    def concat(cls, groups: Sequence[Sequence[Reader]]) -> ShardReaders:
+        """Streams' readers as one sequence (global shard ids), keeping what each has built."""
+        parts: list[_Part] = []
+        built: list[Reader | None] = []
+        for group in groups:
+            if not isinstance(group, ShardReaders):
+                group = cls.from_readers(group)
+            parts.extend(group._parts)
+            built.extend(group._built)
+        made = cls(parts)
+        made._built = built
+        return made
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    @overload
+    def __getitem__(self, index: int) -> Reader: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Reader]: ...
+
+    def __getitem__(self, index: int | slice) -> Reader | list[Reader]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        reader = self._built[index]
+        if reader is None:
+            reader = self._build(operator.index(index))
+        return reader
+
+    def _build(self, index: int) -> Reader:
+        if index < 0:
+            index += len(self._built)
+        which = bisect.bisect_right(self._starts.tolist(), index) - 1
+        reader = self._parts[which].build(index - int(self._starts[which]))
+        self._built[index] = reader
+        return reader
+
+    def __iter__(self) -> Iterator[Reader]:
+        for index in range(len(self._built)):
+            yield self[index]
+
+    def built(self) -> Iterator[Reader]:
+        """The readers made so far (closing them needs no others)."""
+        return (reader for reader in self._built if reader is not None)
+
+    @property
+    def samples(self) -> NDArray[np.int64]:
+        """Samples per shard (int64), without building readers."""
+        return np.concatenate([p.samples() for p in self._parts] or [np.zeros(0, np.int64)])
+
+    @property
+    def max_bytes(self) -> NDArray[np.int64]:
+        """Bytes per shard while both forms are resident (int64), without building readers."""
+        return np.concatenate([p.max_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
+
+    def part_tables(self) -> list[ShardTable | None]:
+        """Each part's table (None for a part of ready-made readers)."""
+        return [p.table for p in self._parts]
+
+
+def build_readers(key: str, entries: Sequence[ShardEntry], dirname: str,
+                  split: str | None) -> ShardReaders:
+    """Every entry's reader, built now (each checks its entry), and the table they make.
+
+    Raises:
+        IndexFormatError: an entry its format refuses (see `reader_for_entry`).
+    """
+    from streaming.format import reader_for_entry  # the format registry imports us
+
+    readers = [reader_for_entry(dirname, split, entry) for entry in entries]
+    table = ShardTable.build(key, entries, [r.files for r in readers],
+                             [_is_unsafe(r) for r in readers])
+    return ShardReaders.from_table(table, dirname, split, readers)
+
+
+def _is_unsafe(reader: Reader) -> bool:
+    try:
+        reader.validate(False)
+    except UnsafeTypeError:
+        return True
+    return False
