@@ -227,3 +227,32 @@ def test_table_of_the_json_example(tmp_path):
         assert [table.entry(i).to_json()["columns"] for i in range(len(table))] == [
             shard["columns"] for shard in original]
         assert [int(s["v"]) for s in ds] == list(range(12))
+
+
+class _ListStream(Stream):
+    """A user's stream returning its readers as a plain list (the reference's return type)."""
+
+    def get_shards(self, world=None, allow_unsafe_types=False):
+        return list(super().get_shards(world, allow_unsafe_types))
+
+
+def test_stream_subclass_returning_a_list(ints30, cache_dir):
+    streams = [_ListStream(remote=ints30, local=cache_dir())]
+    with StreamingDataset(streams=streams, batch_size=4, shuffle=True, shuffle_seed=3) as ds:
+        assert ds.num_shards == 6
+        assert sorted(_ids(ds)) == list(range(30))
+        assert ds[7]["v"] == 7
+
+
+def test_two_streams_share_one_global_shard_numbering(tmp_path, cache_dir):
+    first = write_ints(str(tmp_path / "a"), range(30))
+    second = write_ints(str(tmp_path / "b"), range(100, 120))
+    streams = [Stream(remote=first, local=cache_dir()), Stream(remote=second, local=cache_dir())]
+    with StreamingDataset(streams=streams, batch_size=4) as ds:
+        pass
+    streams = [Stream(remote=first, local=cache_dir()), Stream(remote=second, local=cache_dir())]
+    with StreamingDataset(streams=streams, batch_size=4) as ds:
+        assert ds.num_shards == 10
+        assert ds.shards[6].dirname == streams[1].local  # shard 6 is the second's first
+        assert ds[30]["v"] == 100 and ds[29]["v"] == 29
+        assert sorted(_ids(ds)) == list(range(30)) + list(range(100, 120))
