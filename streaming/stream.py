@@ -286,12 +286,11 @@ class Stream:
                 shards = build_readers(loaded.key, loaded.entries, self.local, self.split)
             except IndexFormatError as err:
                 raise naming_index(err, loaded.where) from None
-            table = shards.part_tables()[0]
-            if table is not None and len(table) >= TABLE_MIN_SHARDS:
-                cache.save_table(table)
-        unsafe = shards.part_tables()[0]
-        if not allow_unsafe_types and unsafe is not None and unsafe.unsafe.any():
-            shards[int(np.argmax(unsafe.unsafe))].validate(allow_unsafe_types)
+            if len(loaded.entries) >= TABLE_MIN_SHARDS:
+                cache.save_table(shards.table)
+        unsafe = shards.table.unsafe
+        if not allow_unsafe_types and unsafe.any():  # the first unsafe shard raises its error
+            shards[int(np.argmax(unsafe))].validate(allow_unsafe_types)
         self._index_size = len(loaded.text)
         self._pending_index = loaded if loaded.from_remote else None
         # The cache directory exists once the index is loaded, as in the reference (whose

@@ -146,6 +146,18 @@ class ShardReaders(Sequence["Reader"]):
         """Bytes per shard while both forms are resident (int64), without building readers."""
         return np.concatenate([p.max_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
 
+    @property
+    def table(self) -> ShardTable:
+        """The table of a one-stream sequence made from a table (what `Stream.get_shards` makes).
+
+        Raises:
+            TypeError: several parts, or readers without a table.
+        """
+        tables = self.part_tables()
+        if len(tables) != 1 or tables[0] is None:
+            raise TypeError("These readers do not come from one shard table.")
+        return tables[0]
+
     def part_tables(self) -> list[ShardTable | None]:
         """Each part's table (None for a part of ready-made readers)."""
         return [p.table for p in self._parts]

@@ -8,7 +8,6 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import write_ints
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from streaming.format.shard_table import (
     load_table,
     save_table,
 )
+from tests.dataset.conftest import write_ints
 
 
 @pytest.fixture(autouse=True)
