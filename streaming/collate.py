@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate, get_worker_info
 
-__all__ = ["collate_samples"]
+__all__ = ["collate_columns", "collate_samples"]
 
 # numpy dtype kinds torch builds tensors of (bool, signed, unsigned, float, complex).
 _TENSOR_KINDS = frozenset("biufc")
@@ -47,6 +47,8 @@ class _Tensor:
     def fill(self, out: torch.Tensor) -> torch.Tensor:
         if self.stack:  # numpy arrays: one copy, straight into the batch tensor
             np.stack(self.values, out=out.numpy())
+        elif isinstance(self.values, np.ndarray):  # a column already gathered as one array
+            np.copyto(out.numpy(), self.values, casting="no")
         else:  # a tensor torch built from Python numbers (its overflow errors are torch's)
             out.copy_(self.values)
         return out
@@ -60,13 +62,44 @@ def collate_samples(batch: list[Any]) -> Any:
     for sample in batch:
         if type(sample) is not dict or sample.keys() != keys:
             return default_collate(batch)  # torch decides (and words) what happens
-    columns = {key: _column([sample[key] for sample in batch]) for key in keys}
+    return _to_tensors({key: _column([sample[key] for sample in batch]) for key in keys})
+
+
+def collate_columns(batch: dict[str, Any]) -> dict[str, Any]:
+    """Tensors of a batch of columns (`StreamingDataset.batches`): what `default_collate`
+    makes of the same samples. Arrays become tensors (inside a DataLoader worker, in one
+    shared-memory buffer per batch); lists are collated as `default_collate` does."""
+    columns: dict[str, Any] = {}
+    for key, value in batch.items():
+        if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype == np.uint64:
+            # A column of numpy uint64 scalars: default_collate refuses it (torch builds no
+            # tensor from a list of them), so the tensor form does too, in torch's words.
+            columns[key] = _column(list(value))
+        elif isinstance(value, np.ndarray):
+            try:
+                dtype = torch.from_numpy(value[:0]).dtype
+            except TypeError:  # a dtype this torch build cannot hold: torch words the error
+                columns[key] = _column(list(value))
+                continue
+            columns[key] = _Tensor(tuple(value.shape), dtype, value, stack=False)
+        else:
+            columns[key] = _column(value)
+    return _to_tensors(columns)
+
+
+def _to_tensors(columns: dict[str, Any]) -> dict[str, Any]:
+    """Build the planned tensors of a batch (the other columns are final already)."""
     tensors = {key: plan for key, plan in columns.items() if isinstance(plan, _Tensor)}
     if not tensors:
         return columns
     if get_worker_info() is None:
         for key, plan in tensors.items():
-            columns[key] = plan.fill(torch.empty(plan.shape, dtype=plan.dtype))
+            gathered = plan.values
+            if type(gathered) is np.ndarray and gathered.flags.writeable and (
+                    gathered.flags.c_contiguous):  # a batch's own array: shared, not copied
+                columns[key] = torch.from_numpy(gathered)
+            else:
+                columns[key] = plan.fill(torch.empty(plan.shape, dtype=plan.dtype))
         return columns
     # In a DataLoader worker, as default_collate, tensors go to shared memory so the batch
     # crosses to the main process without a copy; all of a batch's tensors share one buffer,

@@ -36,7 +36,7 @@ from streaming.dataset_setup import (
     open_node_state,
 )
 from streaming.format.shard_readers import ShardReaders
-from streaming.iteration import EpochReads, drop_padding, iterate_epoch
+from streaming.iteration import EpochReads, drop_padding, iterate_batches, iterate_epoch
 from streaming.order.plan import (
     Resolution,
     epoch_node_rows,
@@ -93,6 +93,9 @@ class StreamingDataset(Array, IterableDataset):
     samples_per_stream = CatalogField[NDArray[np.int64]]()
     sample_offset_per_stream = CatalogField[NDArray[np.int64]]()
     spanner = CatalogField[Spanner]()
+    # Set only on a DataLoader worker's copy by `StreamingDataLoader`: (batch_size, drop_last)
+    # makes that copy's `__iter__` yield column batches (the batched path, see `loader.py`).
+    _loader_batches: tuple[int, bool] | None = None
 
     def __init__(
         self,
@@ -341,7 +344,8 @@ class StreamingDataset(Array, IterableDataset):
         ids = node_plan[parallel.rank_of_node, parallel.worker_of_rank].reshape(-1)
         return drop_padding(ids)  # a view of the shared plan unless padding sits mid-list
 
-    def __iter__(self) -> Iterator[Any]:
+    def _epoch_reads(self) -> tuple[np.ndarray, EpochReads]:
+        """Begin an epoch in this worker: its sample ids and how it reads them."""
         unique = self._unique_world.detect_workers()
         parallel = (unique.replicate(self.replication) if self.replication
                     else unique.copy())
@@ -349,7 +353,44 @@ class StreamingDataset(Array, IterableDataset):
         custom = type(self).get_item is not StreamingDataset.get_item
         reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
                            unique.worker_of_node, self._read, self.get_item if custom else None)
+        return sample_ids, reads
+
+    def __iter__(self) -> Iterator[Any]:
+        batching = self._loader_batches
+        if batching is not None:  # inside a `StreamingDataLoader` worker: see `loader.py`
+            yield from self.batches(*batching)
+            return
+        sample_ids, reads = self._epoch_reads()
         yield from iterate_epoch(sample_ids, reads, self.predownload)
+
+    def batches(self, batch_size: int | None = None, drop_last: bool = False
+                ) -> Iterator[dict[str, Any]]:
+        """This worker's samples of an epoch, `batch_size` at a time, as columns.
+
+        The same samples in the same order as iterating the dataset (and the same epoch and
+        resumption state), grouped into batches: a dict per batch with one value per column.
+        Fixed-size numeric columns (``int``, numpy scalars, fixed-shape ``ndarray``) are one
+        numpy array each, gathered straight from the shard's bytes (one copy per column per
+        batch, no per-sample objects); other columns are stacked into an array where
+        `default_collate` would make a tensor, else kept as a list (strings, bytes, dicts).
+        Needs no torch: for JAX, NumPy or anything else that wants arrays.
+
+        Args:
+            batch_size: samples per batch (default: the dataset's `batch_size`).
+            drop_last: drop this worker's last batch if it is short.
+
+        Example:
+            >>> for batch in dataset.batches(256):  # doctest: +SKIP
+            ...     tokens = batch["tokens"]          # np.ndarray of shape (256, 2048)
+
+        Raises:
+            ValueError: no batch size, or one below 1.
+        """
+        size = self.batch_size if batch_size is None else batch_size
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"`batch_size` must be a positive int, got {size!r}.")
+        sample_ids, reads = self._epoch_reads()
+        yield from iterate_batches(sample_ids, reads, self.predownload, size, drop_last)
 
     # ------------------------------------------------------------------------- lifecycle
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streaming.batch_columns import BatchParts
 from streaming.errors import StreamingError
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from streaming.format.reader import Reader
 
 __all__ = ["CHUNK", "MIN_RUN", "PREFETCH_THREADS", "EpochReads", "drop_padding", "first_uses",
-           "iterate_epoch", "runs"]
+           "iterate_batches", "iterate_epoch", "runs"]
 
 CHUNK = 8192  # plan positions located and segmented at a time
 MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
@@ -136,6 +137,18 @@ class EpochReads:
             return self.readers[shard].get_item(index)
         except FileNotFoundError:
             return self.recover(shard, index)
+
+    def read_columns(self, shard: int, indices: np.ndarray) -> dict[str, Any] | None:
+        """Samples `indices` of `shard` as columns (see `MDSReader.read_columns`), or None
+        when the shard cannot give columns (another format, unequal sample layouts)."""
+        read = getattr(self.readers[shard], "read_columns", None)
+        if read is None:
+            return None
+        try:
+            return read(indices)
+        except FileNotFoundError:  # fetched again (with retries) by the one-sample path
+            self.recover(shard, int(indices[0]))
+            return read(indices)
 
     def read_run(self, shard: int, start: int, stop: int) -> Iterator[Any]:
         """Samples `start..stop-1` of `shard`, decoded in bulk.
@@ -262,3 +275,57 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
     finally:
         reads.leave()
         prefetcher.finish()
+
+
+def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,
+                    batch_size: int, drop_last: bool) -> Iterator[dict[str, Any]]:
+    """Yield the samples of `sample_ids` as batches of columns (`streaming.batch_columns`).
+
+    The same samples in the same order as `iterate_epoch`, `batch_size` at a time (the last
+    batch shorter unless `drop_last`), with the same prefetching and cache bookkeeping. Each
+    batch is read shard by shard: a shard that gives columns has its samples gathered straight
+    from its bytes (one copy per column); others are read one sample at a time.
+    """
+    prefetcher = _Prefetcher(sample_ids, reads, predownload)
+    prefetcher.start()
+    try:
+        total = len(sample_ids)
+        stop = total - total % batch_size if drop_last else total
+        touched: list[np.ndarray] = []
+        checked = 0
+        for begin in range(0, stop, batch_size):
+            ids = sample_ids[begin:begin + batch_size]
+            shard_ids, indices = reads.locate(ids)
+            reads.stamp(shard_ids)
+            prefetcher.consumed = begin
+            yield _read_batch(reads, begin, ids, shard_ids, indices)
+            touched.append(shard_ids)
+            if begin + batch_size - checked >= CHUNK:  # one stat per shard per chunk, as above
+                reads.restore_missing(np.concatenate(touched))
+                touched, checked = [], begin + batch_size
+        if touched:
+            reads.restore_missing(np.concatenate(touched))
+    finally:
+        reads.leave()
+        prefetcher.finish()
+
+
+def _read_batch(reads: EpochReads, begin: int, ids: np.ndarray, shard_ids: np.ndarray,
+                indices: np.ndarray) -> dict[str, Any]:
+    parts = BatchParts(len(ids))
+    if reads.get_item is not None:  # a subclass's own reads (transforms): sample by sample
+        parts.add_samples(np.arange(len(ids)), [reads.get_item(int(i)) for i in ids.tolist()])
+        return parts.build()
+    order = np.argsort(shard_ids, kind="stable")  # each shard's positions, in batch order
+    grouped = shard_ids[order]
+    cuts = np.flatnonzero(grouped[1:] != grouped[:-1]) + 1
+    for positions in np.split(order, cuts):
+        shard = int(shard_ids[positions[0]])
+        reads.enter(shard, begin + int(positions[0]))
+        wanted = indices[positions]
+        columns = reads.read_columns(shard, wanted)
+        if columns is None:
+            parts.add_samples(positions, [reads.read_one(shard, i) for i in wanted.tolist()])
+        else:
+            parts.add_columns(positions, columns)
+    return parts.build()

@@ -7,15 +7,17 @@ recognise it.
 
 from __future__ import annotations
 
+import inspect
+import os
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from torch import Tensor
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, get_worker_info
 
-from streaming.collate import collate_samples
+from streaming.collate import collate_columns, collate_samples
 from streaming.dataset import StreamingDataset
 from streaming.order.world import World
 
@@ -37,19 +39,80 @@ def batch_length(batch: Any) -> int:
     return len(batch[0])
 
 
+_DATALOADER = inspect.signature(DataLoader.__init__)
+
+
+def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
+    """(batch_size, drop_last) when the loader can take the batched path, else None.
+
+    It needs a plain `StreamingDataset` (no subclass reads or iteration of its own), worker
+    processes, an int batch size, and nothing that decides batching or collation for itself
+    (a `collate_fn`, a sampler, a batch sampler). ``STREAMING_BATCHED=0`` turns it off.
+    """
+    dataset = arguments.get("dataset")
+    batch_size = arguments.get("batch_size", 1)
+    if os.environ.get("STREAMING_BATCHED", "1") == "0" or type(batch_size) is not int or (
+            batch_size < 1 or not arguments.get("num_workers")):
+        return None
+    if any(arguments.get(name) is not None for name in ("collate_fn", "sampler",
+                                                         "batch_sampler")):
+        return None
+    if not isinstance(dataset, StreamingDataset) or arguments.get("shuffle"):
+        return None
+    kind = type(dataset)
+    if (kind.__iter__ is not StreamingDataset.__iter__
+            or kind.get_item is not StreamingDataset.get_item
+            or kind.batches is not StreamingDataset.batches):
+        return None
+    return batch_size, bool(arguments.get("drop_last", False))
+
+
+class _BatchedWorkers:
+    """A worker's start: switch its copy of the dataset to yielding batches, then run the
+    user's `worker_init_fn` (picklable, for spawned workers)."""
+
+    def __init__(self, batching: tuple[int, bool], user: Any) -> None:
+        self.batching, self.user = batching, user
+
+    def __call__(self, worker_id: int) -> None:
+        info = get_worker_info()
+        if info is not None and isinstance(info.dataset, StreamingDataset):
+            info.dataset._loader_batches = self.batching
+        if self.user is not None:
+            self.user(worker_id)
+
+
 class StreamingDataLoader(DataLoader):
     """A DataLoader whose `state_dict()` lets a `StreamingDataset` resume mid-epoch.
 
     Same constructor as `torch.utils.data.DataLoader`. Call `state_dict()` on rank 0 when
     checkpointing and `load_state_dict()` on every rank before iterating. Without a
-    `collate_fn`, batches are what `default_collate` makes, built faster
-    (`streaming.collate.collate_samples`); a `collate_fn` of your own is used as given.
+    `collate_fn`, batches are what `default_collate` makes, built faster: with worker
+    processes, each worker reads whole batches as columns (`StreamingDataset.batches`: no
+    per-sample objects for fixed-size columns) and the loader passes them through
+    (`batched` is then True); otherwise samples are collated column-wise
+    (`streaming.collate.collate_samples`). A `collate_fn` of your own is used as given, on
+    samples as always.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        given = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
-        if given is None and self._auto_collation:
+        bound = _DATALOADER.bind(None, *args, **kwargs)
+        batching = _batched_path(bound.arguments)
+        if batching is None:
+            super().__init__(*args, **kwargs)
+        else:
+            # The batched path: workers yield whole batches read as columns and the loader
+            # passes them through (torch's auto-batching off), yet `batch_size`, `drop_last`
+            # and `len()` read as the user gave them.
+            given = bound.arguments
+            given.update(batch_size=None, drop_last=False, collate_fn=collate_columns,
+                         worker_init_fn=_BatchedWorkers(batching, given.get("worker_init_fn")))
+            super().__init__(*bound.args[1:], **bound.kwargs)
+            object.__setattr__(self, "batch_size", batching[0])
+            object.__setattr__(self, "drop_last", batching[1])
+        self.batched = batching is not None
+        given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
+        if given_fn is None and self._auto_collation:
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
         self.num_samples_yielded = 0

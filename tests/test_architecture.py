@@ -13,7 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version"}
-PARTS = {"catalog", "iteration", "checkpoint", "dataset_config", "dataset_fields", "collate"}
+PARTS = {"catalog", "iteration", "checkpoint", "dataset_config", "dataset_fields", "collate",
+         "batch_columns"}
 COMPOSITION = {"stream", "dataset", "dataset_setup", "loader", "local"}
 TOP = {"merge", "convert", "cli", "__main__"}
 COMPAT = {"base", "vision", "text", "multimodal"}

@@ -21,6 +21,9 @@ import numpy as np
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format.encodings import get_encoding, is_mds_encoding_safe
+from streaming.format.encodings.arrays import NDArray
+from streaming.format.encodings.base import Encoding
+from streaming.format.encodings.scalars import Int, Scalar
 from streaming.format.fileio import (
     FileIdentity,
     map_file_identified,
@@ -48,6 +51,26 @@ def block_samples(mean_size: int) -> int:
     return max(1, min(_BLOCK_MAX, _BLOCK_BYTES // max(mean_size, 1)))
 
 
+# Decoders whose values, stacked, are exactly the typed view of their bytes (a user subclass
+# that overrides `decode` may return anything, so its columns are decoded value by value).
+_TAKEABLE_DECODERS = (Int.decode, Scalar.decode, NDArray.decode)
+_TENSOR_KINDS = "biufc"
+
+
+def _takeable(coder: Encoding, size: int) -> bool:
+    """Whether a column can be gathered as one array (see `MDSReader.read_columns`)."""
+    dtype = coder.fixed_dtype
+    return (dtype is not None and coder.size == size and dtype.isnative
+            and dtype.kind in _TENSOR_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
+
+
+class _Rows(NamedTuple):
+    """A shard whose samples all have one layout, as a (samples, width) view of its rows."""
+
+    rows: np.ndarray
+    layout: list[tuple[Column, int, int]]  # (column, position in the row, size)
+
+
 class _Mapped(NamedTuple):
     view: memoryview  # the whole shard file
     offsets: np.ndarray  # (n + 1,) uint32 absolute sample offsets, a view of the header
@@ -73,7 +96,7 @@ class MDSReader(JointReader):
 
     format = "mds"
     _required_keys = ("column_encodings", "column_names", "column_sizes")
-    _transient = ("_state", "_columns", "_head")
+    _transient = ("_state", "_columns", "_head", "_rows")
 
     def __init__(self, dirname: str, split: str | None, column_encodings: list[str],
                  column_names: list[str], column_sizes: list[int | None],
@@ -86,6 +109,7 @@ class MDSReader(JointReader):
         self.column_sizes = column_sizes
         self._columns: list[Column] | None = None  # built on first decode (users may still
         self._head: struct.Struct | None = None  # be registering custom encodings before)
+        self._rows: tuple[_Mapped, _Rows | None] | None = None  # per mapping: `_uniform_rows`
 
     def validate(self, allow_unsafe_types: bool) -> None:
         """Refuse columns whose decoding can execute code (pickle) unless allowed.
@@ -170,6 +194,56 @@ class MDSReader(JointReader):
                 f"columns take {pos}."
             )
         return sample
+
+    def read_columns(self, indices: np.ndarray) -> dict[str, Any] | None:
+        """The samples at `indices` (any order, repeats allowed) as columns, or None when this
+        shard's samples are not all laid out alike (the caller then reads them one by one).
+
+        Fixed-size numeric columns (``int``, numpy scalars, fixed ``ndarray``) come back as one
+        array each, gathered with `np.take` from a zero-copy view of the shard's rows (one copy
+        per column, straight from the mapping); equal to stacking what `get_item` decodes.
+        Other columns are lists of decoded values.
+
+        Raises:
+            FileNotFoundError: the shard file is missing (callers fetch it and retry).
+            ShardFormatError: the samples' lengths do not add up.
+        """
+        state = self._opened()
+        cached = self._rows
+        if cached is None or cached[0] is not state:
+            cached = self._rows = (state, self._uniform_rows(state))
+        uniform = cached[1]
+        if uniform is None:
+            return None
+        width, first, view = uniform.rows.shape[1], int(state.offsets[0]), state.view
+        columns: dict[str, Any] = {}
+        for column, pos, size in uniform.layout:
+            coder = column.coder
+            if _takeable(coder, size):
+                assert coder.fixed_dtype is not None
+                # Each value as one opaque item of `size` bytes, strided by the row width:
+                # fancy indexing then copies whole values (memcpy speed), not elements.
+                items = np.ndarray((self.samples,), np.dtype((np.void, size)), view,
+                                   first + pos, (width,))
+                shape = coder.fixed_shape if coder.fixed_shape is not None else ()
+                columns[column.name] = items[indices].view(coder.fixed_dtype).reshape(
+                    (len(indices), *shape))
+            else:  # value by value, from the mapping as `get_item` decodes them
+                starts = (first + pos + np.asarray(indices, np.int64) * width).tolist()
+                columns[column.name] = [coder.decode(view[a:a + size]) for a in starts]
+        return columns
+
+    def _uniform_rows(self, state: _Mapped) -> _Rows | None:
+        """The shard's rows and their shared layout, or None if sample layouts differ."""
+        offsets = state.offsets
+        sizes = np.diff(offsets.astype(np.int64))
+        if not len(sizes) or not sizes[0] or (sizes != sizes[0]).any():
+            return None
+        width = int(sizes[0])
+        rows = np.frombuffer(state.view, np.uint8, self.samples * width,
+                             int(offsets[0])).reshape(self.samples, width)
+        layout = self._uniform_layout(rows, self._columns or self._plan())
+        return None if layout is None else _Rows(rows, layout)
 
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
         """Decode samples ``start..stop-1`` in order, a block of equally laid-out samples at a
