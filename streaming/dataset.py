@@ -93,8 +93,8 @@ class StreamingDataset(Array, IterableDataset):
     samples_per_stream = CatalogField[NDArray[np.int64]]()
     sample_offset_per_stream = CatalogField[NDArray[np.int64]]()
     spanner = CatalogField[Spanner]()
-    # Set only on a DataLoader worker's copy by `StreamingDataLoader`: (batch_size, drop_last)
-    # makes that copy's `__iter__` yield column batches (the batched path, see `loader.py`).
+    # Set by `StreamingDataLoader` on a worker's copy, or around creating its single-process
+    # iterator: (batch_size, drop_last) makes `__iter__` yield column batches (`loader.py`).
     _loader_batches: tuple[int, bool] | None = None
 
     def __init__(
@@ -356,10 +356,14 @@ class StreamingDataset(Array, IterableDataset):
         return sample_ids, reads
 
     def __iter__(self) -> Iterator[Any]:
+        # Not a generator itself: the batching choice is made when the iterator is created
+        # (a `StreamingDataLoader` sets it around that moment, see `loader.py`).
         batching = self._loader_batches
-        if batching is not None:  # inside a `StreamingDataLoader` worker: see `loader.py`
-            yield from self.batches(*batching)
-            return
+        if batching is not None:
+            return self.batches(*batching)
+        return self._samples()
+
+    def _samples(self) -> Iterator[Any]:
         sample_ids, reads = self._epoch_reads()
         yield from iterate_epoch(sample_ids, reads, self.predownload)
 

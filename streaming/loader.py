@@ -45,14 +45,14 @@ _DATALOADER = inspect.signature(DataLoader.__init__)
 def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
     """(batch_size, drop_last) when the loader can take the batched path, else None.
 
-    It needs a plain `StreamingDataset` (no subclass reads or iteration of its own), worker
-    processes, an int batch size, and nothing that decides batching or collation for itself
+    It needs a plain `StreamingDataset` (no subclass reads or iteration of its own), an int
+    batch size, and nothing that decides batching or collation for itself
     (a `collate_fn`, a sampler, a batch sampler). ``STREAMING_BATCHED=0`` turns it off.
     """
     dataset = arguments.get("dataset")
     batch_size = arguments.get("batch_size", 1)
     if os.environ.get("STREAMING_BATCHED", "1") == "0" or type(batch_size) is not int or (
-            batch_size < 1 or not arguments.get("num_workers")):
+            batch_size < 1):
         return None
     if any(arguments.get(name) is not None for name in ("collate_fn", "sampler",
                                                          "batch_sampler")):
@@ -87,10 +87,10 @@ class StreamingDataLoader(DataLoader):
 
     Same constructor as `torch.utils.data.DataLoader`. Call `state_dict()` on rank 0 when
     checkpointing and `load_state_dict()` on every rank before iterating. Without a
-    `collate_fn`, batches are what `default_collate` makes, built faster: with worker
-    processes, each worker reads whole batches as columns (`StreamingDataset.batches`: no
-    per-sample objects for fixed-size columns) and the loader passes them through
-    (`batched` is then True); otherwise samples are collated column-wise
+    `collate_fn`, batches are what `default_collate` makes, built faster: each worker (or
+    this process) reads whole batches as columns (`StreamingDataset.batches`: no per-sample
+    objects for fixed-size columns) and the loader passes them through (`batched` is then
+    True); where that path does not apply, samples are collated column-wise
     (`streaming.collate.collate_samples`). A `collate_fn` of your own is used as given, on
     samples as always.
     """
@@ -143,7 +143,16 @@ class StreamingDataLoader(DataLoader):
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
         self.num_samples_yielded = 0
-        batches = super().__iter__()
+        dataset = self._streaming_dataset()
+        if self.batched and not self.num_workers and dataset is not None:
+            # In this process: the dataset yields batches only to the iterator made now.
+            dataset._loader_batches = (self.batch_size, self.drop_last)
+            try:
+                batches = super().__iter__()
+            finally:
+                dataset._loader_batches = None
+        else:
+            batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
         for batch in batches:
             self.num_samples_yielded += batch_length(batch)

@@ -178,20 +178,23 @@ def _loader_batches(local: str, monkeypatch, batched: bool, **kwargs: Any
                     ) -> tuple[bool, int, list]:
     monkeypatch.setenv("STREAMING_BATCHED", "1" if batched else "0")
     with StreamingDataset(local=local, batch_size=8, shuffle=True, shuffle_seed=2) as ds:
-        loader = StreamingDataLoader(ds, batch_size=8, num_workers=2, **kwargs)
+        loader = StreamingDataLoader(ds, batch_size=8, **kwargs)
         assert loader.batch_size == 8
         return loader.batched, len(loader), list(loader)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_loader_batches_match_the_per_sample_path(tmp_path, monkeypatch, drop_last) -> None:
+def test_loader_batches_match_the_per_sample_path(tmp_path, monkeypatch, drop_last,
+                                                  workers) -> None:
     local = str(tmp_path / "data")
     _write(local, "str", lambda: "abc", varied=True)
     data = write_ints(str(tmp_path / "ints"), range(103))
     for source in (local, data):
-        used, length, ours = _loader_batches(source, monkeypatch, True, drop_last=drop_last)
+        used, length, ours = _loader_batches(source, monkeypatch, True, drop_last=drop_last,
+                                             num_workers=workers)
         plain, plain_length, theirs = _loader_batches(source, monkeypatch, False,
-                                                      drop_last=drop_last)
+                                                      drop_last=drop_last, num_workers=workers)
         assert used and not plain and length == plain_length
         assert len(ours) == len(theirs) > 0
         for number, (a, b) in enumerate(zip(ours, theirs)):
@@ -210,6 +213,13 @@ def test_loader_keeps_a_users_collate_fn_and_worker_init(tmp_path) -> None:
         assert loader.batched
         assert sorted(torch.cat([b["v"] for b in loader]).tolist()) == list(range(20))
         assert loader.dataset is ds and ds._loader_batches is None  # only workers' copies
+    with StreamingDataset(local=data, batch_size=4) as ds:  # this process: only the loader's
+        loader = StreamingDataLoader(ds, batch_size=4)
+        batches = iter(loader)
+        first = next(batches)
+        assert loader.batched and first["v"].tolist() == [0, 1, 2, 3]
+        assert ds._loader_batches is None  # the dataset's own iteration still yields samples
+        assert next(iter(ds)) == {"v": 0}
 
 
 def _note_worker(worker_id: int) -> None:
@@ -217,13 +227,15 @@ def _note_worker(worker_id: int) -> None:
     assert info is not None and info.dataset._loader_batches == (4, False)
 
 
-def test_loader_resumes_mid_epoch_like_the_per_sample_path(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("workers", [0, 2])
+def test_loader_resumes_mid_epoch_like_the_per_sample_path(tmp_path, monkeypatch,
+                                                           workers) -> None:
     data = write_ints(str(tmp_path / "ints"), range(103))
 
     def run(batched: bool) -> tuple[list[int], list[int]]:
         monkeypatch.setenv("STREAMING_BATCHED", "1" if batched else "0")
         with StreamingDataset(local=data, batch_size=8, shuffle=True, shuffle_seed=9) as ds:
-            loader = StreamingDataLoader(ds, batch_size=8, num_workers=2)
+            loader = StreamingDataLoader(ds, batch_size=8, num_workers=workers)
             seen: list[int] = []
             for number, batch in enumerate(loader):
                 seen += batch["v"].tolist()
@@ -232,7 +244,7 @@ def test_loader_resumes_mid_epoch_like_the_per_sample_path(tmp_path, monkeypatch
                     break
             loader.close()
         with StreamingDataset(local=data, batch_size=8, shuffle=True, shuffle_seed=9) as ds:
-            loader = StreamingDataLoader(ds, batch_size=8, num_workers=2)
+            loader = StreamingDataLoader(ds, batch_size=8, num_workers=workers)
             loader.load_state_dict(state)
             rest = [v for batch in loader for v in batch["v"].tolist()]
         return seen, rest

@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader, default_collate
 
 from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
-from streaming.collate import collate_columns, collate_samples
+from streaming.collate import collate_columns, collate_samples  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "format"))
 from codec_cases import MDS_CASES  # noqa: E402
@@ -98,9 +98,8 @@ def test_loader_batches_equal_default_collate(tmp_path: Any, workers: int) -> No
             writer.write({"id": i, "t": np.full(8, i, np.int32), "s": f"s{i}", "f": i / 3})
     ours = StreamingDataLoader(StreamingDataset(local=str(tmp_path), batch_size=16),
                                batch_size=16, num_workers=workers)
-    # Workers take the batched path (batches read as columns, then `collate_columns`).
-    assert ours.collate_fn is (collate_columns if workers else collate_samples)
-    assert ours.batched == bool(workers)
+    # The batched path (batches read as columns, then `collate_columns`).
+    assert ours.collate_fn is collate_columns and ours.batched
     theirs = DataLoader(StreamingDataset(local=str(tmp_path), batch_size=16), batch_size=16,
                         num_workers=workers, collate_fn=default_collate)
     got, want = list(ours), list(theirs)
