@@ -59,9 +59,11 @@ class StreamingDataset(Array, IterableDataset):
 
     Arguments, defaults and behaviour are MosaicML Streaming's; see the README and
     `docs/compatibility.md` for what we changed on purpose. All arguments are keyword-only.
-    The reference's attributes (`shuffle`, `batch_size`, `num_canonical_nodes`,
-    `samples_per_shard`...) are typed views of `config`, the lazily resolved order values and the
-    shard catalog (`streaming.dataset_fields`).
+    One is ours: `bytes_as_views=True` returns `bytes` columns as read-only views of the shard
+    instead of copies (`Reader.bytes_as_views`; off by default). The reference's attributes
+    (`shuffle`, `batch_size`, `num_canonical_nodes`, `samples_per_shard`...) are typed views of
+    `config`, the lazily resolved order values and the shard catalog
+    (`streaming.dataset_fields`). `batches()` yields the epoch as batches of numpy columns.
     """
 
     # The order knobs (`config.order`), checked again when set.
@@ -80,6 +82,7 @@ class StreamingDataset(Array, IterableDataset):
     # Runtime knobs.
     cache_limit = ConfigField["int | None"]()
     allow_unsafe_types = ConfigField[bool]()
+    bytes_as_views = ConfigField[bool]()
     replication = ConfigField["int | None"]()
     # The shard catalog's bookkeeping (int64 arrays, stream then shard order).
     shards = CatalogField[ShardReaders]()
@@ -125,6 +128,7 @@ class StreamingDataset(Array, IterableDataset):
         replication: int | None = None,
         stream_name: str = "stream",
         stream_config: dict[str, Any] | None = None,
+        bytes_as_views: bool = False,
     ) -> None:
         arguments = {name: value for name, value in locals().items()
                      if name not in ("self", "streams")}
@@ -134,6 +138,8 @@ class StreamingDataset(Array, IterableDataset):
         self.streams = build_streams(streams, self.config)
         Stream.validate_weights(self.streams)
         self._catalog = load_catalog(self.streams, self._unique_world, self.allow_unsafe_types)
+        if self.config.bytes_as_views:
+            self._catalog.shards.set_bytes_as_views(True)
         check_limit(self.config.cache_limit, self.streams, self._catalog)
         self._table = derive_table(self._catalog, self.streams, self.config)
         node = open_node_state(self.streams, self._catalog, self.cache_limit)

@@ -54,6 +54,7 @@ class DatasetConfig:
     replication: int | None = None
     stream_name: str = "stream"
     stream_config: dict[str, Any] | None = field(default=None, compare=False)
+    bytes_as_views: bool = False  # ours: `bytes` columns as read-only views of the shard
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any], *, has_streams: bool) -> DatasetConfig:
@@ -79,6 +80,9 @@ class DatasetConfig:
         defaults = _take(StreamDefaults, args)
         order = _take(OrderOptions, args)
         resolve_predownload(args.get("predownload"), order.batch_size)  # warns if < batch_size
+        if not isinstance(args.get("bytes_as_views", False), bool):
+            raise ValueError(
+                f"`bytes_as_views` must be True or False, got {args['bytes_as_views']!r}.")
         own = {f.name for f in dataclasses.fields(cls)} - {"stream_defaults", "order"}
         unknown = sorted(set(args) - own)
         if unknown:

@@ -131,6 +131,27 @@ class Reader(Array, ABC):
     def validate(self, allow_unsafe_types: bool) -> None:
         """Refuse shards that are unsafe to decode unless allowed (no-op for most formats)."""
 
+    _bytes_as_views = False
+
+    @property
+    def bytes_as_views(self) -> bool:
+        """Whether `bytes` columns decode to read-only `memoryview`s of the shard's mapping
+        instead of `bytes` copies (formats without `bytes` columns ignore it).
+
+        No copy is made: a view stays valid for as long as it is referenced, even after the
+        reader is closed or the shard evicted (it keeps the old mapping alive). Off by default,
+        as in the reference; `StreamingDataset(bytes_as_views=True)` turns it on.
+        """
+        return self._bytes_as_views
+
+    @bytes_as_views.setter
+    def bytes_as_views(self, enabled: bool) -> None:
+        self._bytes_as_views = bool(enabled)
+        self._decoding_changed()
+
+    def _decoding_changed(self) -> None:
+        """Forget decode plans made under the old settings (for readers that keep any)."""
+
     # -- sizes and files -------------------------------------------------------------------
 
     @property

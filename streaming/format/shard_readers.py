@@ -65,6 +65,7 @@ class ShardReaders(Sequence["Reader"]):
     """
 
     def __init__(self, parts: Sequence[_Part]) -> None:
+        self._bytes_as_views = False
         self._parts = list(parts)
         self._starts = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(int)
         self._built: list[Reader | None] = [None] * int(self._starts[-1])
@@ -125,8 +126,17 @@ class ShardReaders(Sequence["Reader"]):
             index += len(self._built)
         which = bisect.bisect_right(self._starts.tolist(), index) - 1
         reader = self._parts[which].build(index - int(self._starts[which]))
+        if self._bytes_as_views:
+            reader.bytes_as_views = True
         self._built[index] = reader
         return reader
+
+    def set_bytes_as_views(self, enabled: bool) -> None:
+        """Have every reader (built or to be built) return `bytes` columns as read-only views
+        of the shard's mapping instead of copies (see `Reader.bytes_as_views`)."""
+        self._bytes_as_views = enabled
+        for reader in self.built():
+            reader.bytes_as_views = enabled
 
     def __iter__(self) -> Iterator[Reader]:
         for index in range(len(self._built)):

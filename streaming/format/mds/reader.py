@@ -24,6 +24,7 @@ from streaming.format.encodings import get_encoding, is_mds_encoding_safe
 from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import Encoding
 from streaming.format.encodings.scalars import Int, Scalar
+from streaming.format.encodings.text import Bytes
 from streaming.format.fileio import (
     FileIdentity,
     map_file_identified,
@@ -62,6 +63,16 @@ def _takeable(coder: Encoding, size: int) -> bool:
     dtype = coder.fixed_dtype
     return (dtype is not None and coder.size == size and dtype.isnative
             and dtype.kind in _TENSOR_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
+
+
+class _ViewBytes(Bytes):
+    """`bytes` decoded as a read-only view of the shard's bytes (`Reader.bytes_as_views`)."""
+
+    def decode(self, data: bytes | memoryview) -> memoryview:  # type: ignore[override]
+        return data if type(data) is memoryview else memoryview(data)
+
+
+_VIEW_BYTES = _ViewBytes()
 
 
 class _Rows(NamedTuple):
@@ -137,7 +148,10 @@ class MDSReader(JointReader):
         columns, slots = [], 0
         for name, encoding, size in zip(self.column_names, self.column_encodings,
                                         self.column_sizes):
-            columns.append(Column(name, get_encoding(encoding), size or None, slots))
+            coder = get_encoding(encoding)
+            if self._bytes_as_views and type(coder).decode is Bytes.decode:
+                coder = _VIEW_BYTES
+            columns.append(Column(name, coder, size or None, slots))
             slots += not size
         self._head = struct.Struct(f"<{slots}I") if slots else None
         self._columns = columns
@@ -194,6 +208,10 @@ class MDSReader(JointReader):
                 f"columns take {pos}."
             )
         return sample
+
+    def _decoding_changed(self) -> None:
+        self._columns = None
+        self._rows = None
 
     def read_columns(self, indices: np.ndarray) -> dict[str, Any] | None:
         """The samples at `indices` (any order, repeats allowed) as columns, or None when this
@@ -273,7 +291,8 @@ class MDSReader(JointReader):
     def _decode_block(self, state: _Mapped, columns: list[Column], begin: int,
                       end: int) -> Iterator[dict[str, Any]]:
         offsets = state.offsets[begin:end + 1].astype(np.int64)
-        if int(offsets[-1] - offsets[0]) >= PREAD_MIN * (end - begin):
+        if not self._bytes_as_views and int(offsets[-1] - offsets[0]) >= PREAD_MIN * (
+                end - begin):
             return self._pread_block(state, columns, offsets)
         return self._mapped_block(state, columns, offsets)
 

@@ -1,0 +1,66 @@
+"""`StreamingDataset(bytes_as_views=True)`: `bytes` columns as read-only views of the shard."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from streaming import MDSWriter, StreamingDataset
+
+SIZES = [40_000 + 997 * i for i in range(24)]  # large values: the in-order path would pread
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory) -> tuple[str, list[bytes]]:
+    out = str(tmp_path_factory.mktemp("images"))
+    rng = np.random.default_rng(1)
+    values = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in SIZES]
+    with MDSWriter(out=out, columns={"image": "bytes", "label": "int", "name": "str"},
+                   size_limit=1 << 18) as writer:
+        for i, value in enumerate(values):
+            writer.write({"image": value, "label": i, "name": f"n{i}"})
+    return out, values
+
+
+def test_default_stays_bytes(images) -> None:
+    data, values = images
+    with StreamingDataset(local=data, batch_size=4) as ds:
+        samples = list(ds)
+        assert all(type(s["image"]) is bytes for s in samples)
+        assert type(ds[3]["image"]) is bytes
+
+
+def test_views_hold_the_same_bytes_everywhere(images) -> None:
+    data, values = images
+    with StreamingDataset(local=data, batch_size=4, bytes_as_views=True) as ds:
+        samples = list(ds)
+        assert [s["label"] for s in samples] == list(range(len(values)))
+        for sample in samples:
+            view = sample["image"]
+            assert type(view) is memoryview and view.readonly
+            assert bytes(view) == values[sample["label"]]
+            assert type(sample["name"]) is str and type(sample["label"]) is int
+        one = ds[5]["image"]
+        assert type(one) is memoryview and bytes(one) == values[5]
+        batch = next(ds.batches(6))
+        assert [bytes(v) for v in batch["image"]] == values[:6]
+        with pytest.raises(TypeError):
+            one[0] = 1  # read-only: a view cannot change the shard
+
+
+def test_views_outlive_the_dataset_and_the_files(images, tmp_path) -> None:
+    data, values = images
+    with StreamingDataset(remote=data, local=str(tmp_path / "cache"), batch_size=4,
+                          bytes_as_views=True) as ds:
+        kept = [s["image"] for s in ds]
+    for name in os.listdir(tmp_path / "cache"):  # evicted behind its back
+        os.remove(tmp_path / "cache" / name)
+    assert [bytes(v) for v in kept] == values
+
+
+def test_bad_value_is_refused(images) -> None:
+    data, _ = images
+    with pytest.raises(ValueError, match="bytes_as_views"):
+        StreamingDataset(local=data, batch_size=4, bytes_as_views="yes")
