@@ -17,6 +17,7 @@ from typing import Any
 from torch import Tensor
 from torch.utils.data import DataLoader, get_worker_info
 
+from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns, collate_samples
 from streaming.dataset import StreamingDataset
 from streaming.order.world import World
@@ -67,6 +68,19 @@ def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
     return batch_size, bool(arguments.get("drop_last", False))
 
 
+def _batch_sender(arguments: dict[str, Any]) -> Any:
+    """How a batch of columns becomes what the loader receives: through a worker's ring of
+    reused shared-memory slots where its ordering argument holds (`streaming.batch_ring`),
+    else as tensors made by `collate_columns`. ``STREAMING_BATCH_RING=0`` turns the ring off."""
+    workers = arguments.get("num_workers") or 0
+    in_order = arguments.get("in_order", True)
+    if (not workers or arguments.get("pin_memory") or in_order is False
+            or os.environ.get("STREAMING_BATCH_RING", "1") == "0"):
+        return collate_columns
+    prefetch = arguments.get("prefetch_factor") or 2
+    return WorkerRing(prefetch + 2)
+
+
 class _BatchedWorkers:
     """A worker's start: switch its copy of the dataset to yielding batches, then run the
     user's `worker_init_fn` (picklable, for spawned workers)."""
@@ -105,12 +119,13 @@ class StreamingDataLoader(DataLoader):
             # passes them through (torch's auto-batching off), yet `batch_size`, `drop_last`
             # and `len()` read as the user gave them.
             given = bound.arguments
-            given.update(batch_size=None, drop_last=False, collate_fn=collate_columns,
+            given.update(batch_size=None, drop_last=False, collate_fn=_batch_sender(given),
                          worker_init_fn=_BatchedWorkers(batching, given.get("worker_init_fn")))
             super().__init__(*bound.args[1:], **bound.kwargs)
             object.__setattr__(self, "batch_size", batching[0])
             object.__setattr__(self, "drop_last", batching[1])
         self.batched = batching is not None
+        self._ring = RingReader()  # maps the slots of workers that send through a ring
         given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
         if given_fn is None and self._auto_collation:
             # default_collate's result, built column-wise (see `streaming.collate`).
@@ -154,7 +169,10 @@ class StreamingDataLoader(DataLoader):
         else:
             batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
+        ring = self._ring
         for batch in batches:
+            if type(batch) is RingBatch:  # copied out at once: its slot is free again
+                batch = ring.take(batch)
             self.num_samples_yielded += batch_length(batch)
             yield batch
 
@@ -187,6 +205,9 @@ class StreamingDataLoader(DataLoader):
             if shutdown is not None:
                 shutdown()
         self._iterator = None
+        ring = getattr(self, "_ring", None)
+        if ring is not None:
+            ring.close()
 
     def __enter__(self) -> StreamingDataLoader:
         return self

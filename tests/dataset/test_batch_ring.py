@@ -1,0 +1,80 @@
+"""Batches through a worker's ring of reused shared-memory slots (`streaming.batch_ring`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from streaming import StreamingDataLoader, StreamingDataset
+from streaming.batch_ring import RingBatch, RingReader, WorkerRing
+from streaming.coord.shm import block_exists, list_blocks
+from tests.dataset.conftest import write_ints
+from tests.dataset.test_collate import _same
+
+
+def _batch(rows: int, width: int) -> dict:
+    return {"id": np.arange(rows, dtype=np.int64), "name": [f"n{i}" for i in range(rows)],
+            "tokens": np.full((rows, width), rows, np.int32)}
+
+
+def test_slots_are_reused_grown_and_unlinked_once_mapped() -> None:
+    ring, reader = WorkerRing(3), RingReader()
+    try:
+        sent = []
+        for rows, width in ((4, 8), (4, 8), (4, 8), (4, 8), (64, 4096), (4, 8)):
+            batch = _batch(rows, width)
+            item = ring(batch)
+            assert isinstance(item, RingBatch) and item.order == ("id", "name", "tokens")
+            sent.append(item)
+            got = reader.take(item)
+            assert not block_exists(item.name)  # unlinked as soon as the reader mapped it
+            assert list(got) == ["id", "name", "tokens"] and got["name"] == batch["name"]
+            assert torch.equal(got["tokens"], torch.from_numpy(batch["tokens"]))
+            assert got["id"].dtype == torch.int64 and got["id"].tolist() == list(range(rows))
+        assert [item.slot for item in sent] == [0, 1, 2, 0, 1, 2]
+        assert sent[3].name == sent[0].name  # reused
+        assert sent[4].name != sent[1].name and sent[4].size > sent[1].size  # grown
+    finally:
+        reader.close()
+
+
+def test_tensors_are_copies_that_outlive_the_slot() -> None:
+    ring, reader = WorkerRing(2), RingReader()
+    try:
+        first = reader.take(ring(_batch(4, 8)))
+        for _ in range(4):  # the slot of `first` is written again
+            reader.take(ring({"id": np.zeros(4, np.int64), "name": ["x"] * 4,
+                              "tokens": np.zeros((4, 8), np.int32)}))
+        assert first["tokens"].unique().tolist() == [4]
+    finally:
+        reader.close()
+
+
+def test_batches_without_arrays_are_plain_collated() -> None:
+    assert WorkerRing(2)({"name": ["a", "b"]}) == {"name": ["a", "b"]}
+
+
+def _run(data: str, monkeypatch, ring: str, **kwargs) -> list:
+    monkeypatch.setenv("STREAMING_BATCH_RING", ring)
+    with StreamingDataset(local=data, batch_size=2, shuffle=True, shuffle_seed=4) as ds:
+        loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, **kwargs)
+        epochs = [list(loader) for _ in range(2)]
+        loader.close()
+    return epochs
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_loader_through_the_ring_matches_tensors_sent_by_torch(tmp_path, monkeypatch,
+                                                               persistent) -> None:
+    data = write_ints(str(tmp_path / "ints"), range(103))
+    before = set(list_blocks("ss_"))
+    kwargs = {"prefetch_factor": 1, "persistent_workers": persistent}
+    ours = _run(data, monkeypatch, "1", **kwargs)
+    theirs = _run(data, monkeypatch, "0", **kwargs)
+    assert len(ours[0]) == 52
+    for epoch, (a, b) in enumerate(zip(ours, theirs)):
+        for number, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"epoch {epoch} batch {number}")
+    left = {name for name in set(list_blocks("ss_")) - before if "_ring" in name}
+    assert not left, f"ring slots left behind: {left}"
