@@ -1,9 +1,11 @@
 """The loader's batches: torch's `default_collate` against ours, same batches, same run.
 
-Three ways, each giving the same batches: `collate_fn=default_collate` (torch's, on per-sample
+Four ways, each giving the same batches: `collate_fn=default_collate` (torch's, on per-sample
 dicts); `samples`, our column-wise `collate_samples` on per-sample dicts (the loader's default
-with `STREAMING_BATCHED=0`); `batched`, the default (each batch read as columns straight from
-the shard, `StreamingDataset.batches`, then `collate_columns`).
+with `STREAMING_BATCHED=0`); `no ring`, batches read as columns straight from the shard
+(`StreamingDataset.batches`) sent as tensors torch shares (`STREAMING_BATCH_RING=0`); and
+`batched`, the default: the same batches sent through each worker's ring of reused
+shared-memory slots (`streaming.batch_ring`; with 0 workers there is no ring).
 
 200k samples of an int id + 64 int32 tokens (`--quick`: 50k), batch 256, through
 `StreamingDataLoader` with 0 and 2 workers, each configuration in a fresh process, best of 3.
@@ -70,19 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_collate_") as root:
         _write(root, samples)
         print(f"\n{samples:,} token samples, batch 256, samples/s (best of 3)")
-        print(f"{'workers':<9}{'default_collate':>17}{'samples':>12}{'batched':>12}"
-              f"{'samples/torch':>15}{'batched/torch':>15}")
+        print(f"{'workers':<9}{'default_collate':>17}{'samples':>11}{'no ring':>11}"
+              f"{'batched':>11}{'batched/torch':>15}")
         for workers in (0, 2):
             rates = {}
-            for collate, batched in (("torch", "0"), ("samples", "0"), ("batched", "1")):
-                env = dict(os.environ, PYTHONPATH=REPO, STREAMING_BATCHED=batched)
+            for collate, batched, ring in (("torch", "0", "0"), ("samples", "0", "0"),
+                                           ("no ring", "1", "0"), ("batched", "1", "1")):
+                env = dict(os.environ, PYTHONPATH=REPO, STREAMING_BATCHED=batched,
+                           STREAMING_BATCH_RING=ring)
                 proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
                                        root, collate, str(workers)], capture_output=True,
                                       text=True, env=env)
                 lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
                 rates[collate] = json.loads(lines[-1][7:]) if lines else float("nan")
-            print(f"{workers:<9}{rates['torch']:>17,.0f}{rates['samples']:>12,.0f}"
-                  f"{rates['batched']:>12,.0f}{rates['samples'] / rates['torch']:>14.2f}x"
+            print(f"{workers:<9}{rates['torch']:>17,.0f}{rates['samples']:>11,.0f}"
+                  f"{rates['no ring']:>11,.0f}{rates['batched']:>11,.0f}"
                   f"{rates['batched'] / rates['torch']:>14.2f}x")
     return 0
 

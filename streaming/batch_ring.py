@@ -15,9 +15,12 @@ one the loader may still be copying. `StreamingDataLoader` uses the ring only wh
 (in-order delivery, no pinned memory).
 
 Lifetime: the loader's process unlinks a slot's name as soon as it maps it (both mappings stay
-valid); a worker unlinks the slots it made when it exits. A worker killed before the loader saw
-its slots leaves them to `streaming clean`, which removes blocks of ours that no live process
-maps (the names carry our `ss_<uid>_` prefix).
+valid). A worker does not unlink its slots when it exits: torch stops a worker whose data ran
+out while the loader may still hold that worker's last batch, delivered out of order, and map
+its slot afterwards. A slot the loader never mapped (a loader abandoned before its first
+batches, a killed worker) is removed by the next dataset's start or `streaming clean`, which
+unlink blocks of ours that no live process maps after a minute (the names carry our
+`ss_<uid>_` prefix).
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import functools
 import os
 import secrets
 from dataclasses import dataclass
-from multiprocessing import util as mp_util
 from typing import Any
 
 import numpy as np
@@ -106,10 +108,9 @@ class WorkerRing:
             block.close()
             unlink_block(block.name)
         name = f"ss_{os.getuid()}_{secrets.token_hex(8)}_ring{slot}"
+        # Not unlinked when this worker exits: the loader may still hold one of its batches
+        # (delivered out of order) and map the slot after the worker is gone; it unlinks it.
         block = ShmBlock.create(name, max(_MIN_SLOT, size + size // 4))
-        # Unlinked when the worker exits (multiprocessing runs these finalizers), in case the
-        # loader's process never mapped it.
-        mp_util.Finalize(None, unlink_block, args=(name,), exitpriority=10)
         self._blocks[slot] = block
         return block
 

@@ -78,3 +78,29 @@ def test_loader_through_the_ring_matches_tensors_sent_by_torch(tmp_path, monkeyp
             _same(x, y, f"epoch {epoch} batch {number}")
     left = {name for name in set(list_blocks("ss_")) - before if "_ring" in name}
     assert not left, f"ring slots left behind: {left}"
+
+
+def _send_one_and_exit(conn) -> None:
+    conn.send(WorkerRing(2)(_batch(4, 8)))
+    conn.close()
+
+
+def test_a_batch_outlives_the_worker_that_sent_it() -> None:
+    """Torch stops a worker whose data ran out while the loader may still hold its last batch
+    (delivered out of order): the slot must still be there to map."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=_send_one_and_exit, args=(there,))
+    proc.start()
+    item = here.recv()
+    proc.join(timeout=30)
+    assert proc.exitcode == 0  # the worker is gone ...
+    reader = RingReader()
+    try:
+        got = reader.take(item)  # ... and its batch is still readable
+        assert got["tokens"].unique().tolist() == [4] and got["name"] == ["n0", "n1", "n2", "n3"]
+    finally:
+        reader.close()
+    assert not block_exists(item.name)

@@ -15,6 +15,7 @@ import torch
 from torch.utils.data import DataLoader, default_collate
 
 from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+from streaming.batch_ring import WorkerRing
 from streaming.collate import collate_columns, collate_samples  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "format"))
@@ -98,8 +99,11 @@ def test_loader_batches_equal_default_collate(tmp_path: Any, workers: int) -> No
             writer.write({"id": i, "t": np.full(8, i, np.int32), "s": f"s{i}", "f": i / 3})
     ours = StreamingDataLoader(StreamingDataset(local=str(tmp_path), batch_size=16),
                                batch_size=16, num_workers=workers)
-    # The batched path (batches read as columns, then `collate_columns`).
-    assert ours.collate_fn is collate_columns and ours.batched
+    # The batched path (batches read as columns, then `collate_columns`, or with workers a
+    # ring of reused shared-memory slots).
+    assert ours.batched
+    assert isinstance(ours.collate_fn, WorkerRing) if workers else (
+        ours.collate_fn is collate_columns)
     theirs = DataLoader(StreamingDataset(local=str(tmp_path), batch_size=16), batch_size=16,
                         num_workers=workers, collate_fn=default_collate)
     got, want = list(ours), list(theirs)
