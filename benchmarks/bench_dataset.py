@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where datasets and caches live (default /dev/shm)")
     parser.add_argument("--no-create-venvs", action="store_true")
     parser.add_argument("--json", help="also write the raw measurements here")
+    parser.add_argument("--hog", type=int, default=0,
+                        help="busy-loop processes kept running meanwhile (a loaded machine)")
     args = parser.parse_args(argv)
     pythons, errors = {"ours": sys.executable}, {}
     for impl in ("reference", "litdata"):
@@ -291,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {t.key: {} for t in TARGETS}
     memory: dict[tuple[str, int], Any] = {}
     start = time.perf_counter()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.hog)]
     try:
         bench.write_data()
         for impl in pythons:
@@ -304,8 +308,13 @@ def main(argv: list[str] | None = None) -> int:
                 for n in bench.sizes["memory"]:
                     memory[(impl, n)] = bench.memory(impl, n)
     finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
         shutil.rmtree(workdir, ignore_errors=True)
     mode = "quick" if args.quick else "full"
+    if args.hog:
+        mode += f", {args.hog} CPU hog(s) running"
     elapsed = time.perf_counter() - start
     print(f"\nbench_dataset ({mode}, {elapsed:.0f} s): {bench.sizes['tokens']:,}"
           f" token samples (uint16 x 1024 + int id, 64 MiB shards), remote = a local dir in "
