@@ -375,23 +375,13 @@ class StreamingDataset(Array, IterableDataset):
 
     def batches(self, batch_size: int | None = None, drop_last: bool = False
                 ) -> Iterator[dict[str, Any]]:
-        """This worker's samples of an epoch, `batch_size` at a time, as columns.
+        """This worker's samples of an epoch as batches of columns (no torch needed).
 
-        The same samples in the same order as iterating the dataset (and the same epoch and
-        resumption state), grouped into batches: a dict per batch with one value per column.
-        Fixed-size numeric columns (``int``, numpy scalars, fixed-shape ``ndarray``) are one
-        numpy array each, gathered straight from the shard's bytes (one copy per column per
-        batch, no per-sample objects); other columns are stacked into an array where
-        `default_collate` would make a tensor, else kept as a list (strings, bytes, dicts).
-        Needs no torch: for JAX, NumPy or anything else that wants arrays.
-
-        Args:
-            batch_size: samples per batch (default: the dataset's `batch_size`).
-            drop_last: drop this worker's last batch if it is short.
-
-        Example:
-            >>> for batch in dataset.batches(256):  # doctest: +SKIP
-            ...     tokens = batch["tokens"]          # np.ndarray of shape (256, 2048)
+        The same samples, order and resumption state as iterating the dataset. Fixed-size
+        numeric columns come as one numpy array each, gathered straight from the shard's bytes;
+        others as arrays where `default_collate` would make a tensor, else as lists
+        (`streaming.batch_columns`; `docs/runtime.md`). `batch_size` defaults to the dataset's;
+        `drop_last` drops this worker's short last batch.
 
         Raises:
             ValueError: no batch size, or one below 1.

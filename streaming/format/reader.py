@@ -136,12 +136,8 @@ class Reader(Array, ABC):
     @property
     def bytes_as_views(self) -> bool:
         """Whether `bytes` columns decode to read-only `memoryview`s of the shard's mapping
-        instead of `bytes` copies (formats without `bytes` columns ignore it).
-
-        No copy is made: a view stays valid for as long as it is referenced, even after the
-        reader is closed or the shard evicted (it keeps the old mapping alive). Off by default,
-        as in the reference; `StreamingDataset(bytes_as_views=True)` turns it on.
-        """
+        (valid while referenced, even after close or eviction) instead of copies; off by
+        default, as in the reference (`StreamingDataset(bytes_as_views=True)`)."""
         return self._bytes_as_views
 
     @bytes_as_views.setter
