@@ -94,6 +94,7 @@ def locate(name: str, create: bool = True) -> Located:
     spec = SPECS[name]
     override = os.environ.get(spec.env_var)
     if override:
+        override = os.path.abspath(override)  # the processes run in other directories
         why = _usable(override, spec)
         return Located(None, f"{spec.env_var}: {why}") if why else Located(override)
     root = VENVS / name
