@@ -116,3 +116,15 @@ if __name__ == "__main__":  # `python benchmarks/_venvs.py reference litdata` pr
     for arg in sys.argv[1:] or list(SPECS):
         found = locate(arg)
         print(f"{arg}: {found.python or 'unavailable: ' + found.reason}")
+
+
+def library_env(impl: str, workdir: str) -> dict[str, str]:
+    """A measured library's environment: ours on PYTHONPATH (nobody else's), and a TMPDIR
+    private to the run, so lock and registry files of unrelated jobs of this user (test suites
+    running meanwhile) cannot contend with it, as on a training node running one job."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if impl == "ours":
+        env["PYTHONPATH"] = str(REPO)
+    env["TMPDIR"] = os.path.join(workdir, "tmp")
+    os.makedirs(env["TMPDIR"], exist_ok=True)
+    return env

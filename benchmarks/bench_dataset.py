@@ -56,24 +56,12 @@ TARGETS = (
 )
 
 
-def _env(impl: str, workdir: str) -> dict[str, str]:
-    """The library's environment. TMPDIR is private to the run, so lock and registry files of
-    unrelated jobs of this user (test suites running meanwhile) cannot contend with it, as on a
-    training node running one job."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if impl == "ours":
-        env["PYTHONPATH"] = str(_venvs.REPO)
-    env["TMPDIR"] = os.path.join(workdir, "tmp")
-    os.makedirs(env["TMPDIR"], exist_ok=True)
-    return env
-
-
 def call(python: str, impl: str, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
     """Run one worker process; its RESULT, or {'error': why}."""
     spec = {**spec, "impl": impl}
     try:
         proc = subprocess.run([python, WORKER, json.dumps(spec)], capture_output=True, text=True,
-                              env=_env(impl, workdir), cwd=workdir, timeout=1800)
+                              env=_venvs.library_env(impl, workdir), cwd=workdir, timeout=1800)
     except subprocess.TimeoutExpired:
         return {"error": "timed out after 1800 s"}
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]

@@ -52,21 +52,13 @@ def write_index(folder: str, shards: int) -> int:
     return os.path.getsize(path)
 
 
-def _env(impl: str, workdir: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if impl == "ours":
-        env["PYTHONPATH"] = str(_venvs.REPO)
-    env["TMPDIR"] = os.path.join(workdir, "tmp")
-    os.makedirs(env["TMPDIR"], exist_ok=True)
-    return env
-
-
 def construct(python: str, impl: str, remote: str, local: str, workdir: str,
               timeout: float) -> dict[str, Any]:
     spec = {"remote": remote, "local": local}
     try:
         proc = subprocess.run([python, WORKER, json.dumps(spec)], capture_output=True,
-                              text=True, env=_env(impl, workdir), cwd=workdir, timeout=timeout)
+                              text=True, env=_venvs.library_env(impl, workdir), cwd=workdir,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
     lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
