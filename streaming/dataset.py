@@ -26,6 +26,7 @@ from streaming.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
+from streaming.dataset_cache import CacheControls
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
 from streaming.dataset_setup import (
@@ -54,7 +55,7 @@ __all__ = ["StreamingDataset"]
 log = logging.getLogger(__name__)
 
 
-class StreamingDataset(Array, IterableDataset):
+class StreamingDataset(CacheControls, Array, IterableDataset):
     """A dataset streamed from one or more remote (or local) shard directories.
 
     Arguments, defaults and behaviour are MosaicML Streaming's; see the README and
@@ -218,37 +219,7 @@ class StreamingDataset(Array, IterableDataset):
     def cache_usage(self, value: int) -> None:
         self._cache.usage.set(value)
 
-    @property
-    def egress(self) -> dict[str, Any]:
-        """Bytes and seconds this node spent downloading shards (network egress)."""
-        return self._cache.egress()
-
     # ------------------------------------------------------------------------- random access
-
-    def prepare_shard(self, shard_id: int, blocking: bool = True) -> None:
-        """Make a shard local (fetching it once per node); see `NodeCache.prepare`."""
-        self._cache.prepare(shard_id, blocking=blocking)
-
-    def pin_shards(self, shard_ids: Sequence[int] | np.ndarray, fetch: bool = True) -> None:
-        """Keep these shards resident under `cache_limit` (for every process of the node).
-
-        Pinned shards are never evicted; with `fetch`, those not yet local are fetched now. Use
-        it for shards read at the start of every epoch or by evaluation in between.
-
-        Raises:
-            ValueError: an id is out of range, or the pinned shards would not fit the limit.
-        """
-        self._cache.pin(shard_ids, sum(s.get_index_size() for s in self.streams), fetch=fetch)
-
-    def unpin_shards(self, shard_ids: Sequence[int] | np.ndarray) -> None:
-        """Let pinned shards be evicted again."""
-        self._cache.unpin(np.asarray(shard_ids, np.int64))
-
-    def evict_shard(self, shard_id: int) -> None:
-        self._cache.evict(shard_id)
-
-    def evict_coldest_shard(self) -> None:
-        self._cache.evict_coldest()
 
     def _read(self, shard_id: int, index: int, retry: int = 7) -> Any:
         cause = ""  # the message only: a kept exception would tie this frame into a cycle

@@ -46,6 +46,7 @@ class Reader(Array, ABC):
     _required_keys: tuple[str, ...] = ()  # format-specific index keys the constructor needs
     _transient: tuple[str, ...] = ("_state",)  # attributes not pickled (rebuilt on first use)
     _file_keys: tuple[str, ...] = ("raw_data", "zip_data")  # file infos the constructor takes
+    _bytes_as_views = False  # see `bytes_as_views`
 
     def __init__(self, dirname: str, split: str | None, compression: str | None,
                  hashes: list[str], samples: int, size_limit: int | str | None) -> None:
@@ -130,8 +131,6 @@ class Reader(Array, ABC):
 
     def validate(self, allow_unsafe_types: bool) -> None:
         """Refuse shards that are unsafe to decode unless allowed (no-op for most formats)."""
-
-    _bytes_as_views = False
 
     @property
     def bytes_as_views(self) -> bool:
