@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import operator
+import os
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
@@ -25,6 +27,16 @@ if TYPE_CHECKING:
     from streaming.format.reader import Reader
 
 __all__ = ["ShardReaders", "build_readers"]
+
+_BUILD_LOCK = threading.Lock()  # building readers is rare (once per shard): one lock will do
+
+
+def _new_lock_after_fork() -> None:  # a thread that held it at fork never releases it here
+    global _BUILD_LOCK
+    _BUILD_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 class _Part:
@@ -124,12 +136,18 @@ class ShardReaders(Sequence["Reader"]):
     def _build(self, index: int) -> Reader:
         if index < 0:
             index += len(self._built)
-        which = bisect.bisect_right(self._starts.tolist(), index) - 1
-        reader = self._parts[which].build(index - int(self._starts[which]))
-        if self._bytes_as_views:
-            reader.bytes_as_views = True
-        self._built[index] = reader
-        return reader
+        # Prefetch threads and the reader may ask for a new shard at once: one reader per shard
+        # (closing or evicting it must reach the mapping every thread reads through).
+        with _BUILD_LOCK:
+            reader = self._built[index]
+            if reader is not None:
+                return reader
+            which = bisect.bisect_right(self._starts.tolist(), index) - 1
+            reader = self._parts[which].build(index - int(self._starts[which]))
+            if self._bytes_as_views:
+                reader.bytes_as_views = True
+            self._built[index] = reader
+            return reader
 
     def set_bytes_as_views(self, enabled: bool) -> None:
         """Have every reader (built or to be built) return `bytes` columns as read-only views

@@ -256,3 +256,25 @@ def test_two_streams_share_one_global_shard_numbering(tmp_path, cache_dir):
         assert ds.shards[6].dirname == streams[1].local  # shard 6 is the second's first
         assert ds[30]["v"] == 100 and ds[29]["v"] == 29
         assert sorted(_ids(ds)) == list(range(30)) + list(range(100, 120))
+
+
+def test_threads_asking_at_once_share_one_reader(ints30, cache_dir):
+    import threading
+
+    local = cache_dir()
+    StreamingDataset(remote=ints30, local=local, batch_size=4).close()
+    with StreamingDataset(remote=ints30, local=local, batch_size=4) as ds:
+        barrier = threading.Barrier(8)
+        got: list[object] = []
+
+        def ask() -> None:
+            barrier.wait()
+            got.append(ds.shards[4])
+
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(got) == 8 and all(reader is got[0] for reader in got)
+        assert list(ds.shards.built()) == [got[0]]
