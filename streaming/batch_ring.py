@@ -25,7 +25,6 @@ unlink blocks of ours that no live process maps after a minute (the names carry 
 
 from __future__ import annotations
 
-import functools
 import os
 import secrets
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from streaming.collate import collate_columns
+from streaming.collate import becomes_tensor, collate_columns, torch_dtype_of
 from streaming.coord.shm import ShmBlock, unlink_block
 
 __all__ = ["RingBatch", "RingReader", "WorkerRing"]
@@ -82,7 +81,7 @@ class WorkerRing:
             self._blocks, self._next, self._pid = [None] * self.slots, 0, os.getpid()
         arrays, layout, total = [], [], 0
         for key, value in batch.items():
-            if _crosses_in_slot(value):
+            if becomes_tensor(value):
                 layout.append((key, total, value.dtype.str, tuple(value.shape)))
                 arrays.append(value)
                 total += -(-value.nbytes // _ALIGN) * _ALIGN
@@ -137,7 +136,7 @@ class RingReader:
             dtype = np.dtype(dtype_str)
             count = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             source = buf[offset:offset + count].view(dtype).reshape(shape)
-            tensor = torch.empty(shape, dtype=_torch_dtype(dtype))
+            tensor = torch.empty(shape, dtype=torch_dtype_of(dtype))
             np.copyto(tensor.numpy(), source, casting="no")
             columns[name] = tensor
         columns.update(batch.others)
@@ -147,23 +146,3 @@ class RingReader:
         for block in self._blocks.values():
             block.close()
         self._blocks.clear()
-
-
-@functools.lru_cache(maxsize=64)
-def _torch_dtype(dtype: np.dtype) -> torch.dtype:
-    return torch.from_numpy(np.empty(0, dtype)).dtype
-
-
-def _crosses_in_slot(value: Any) -> bool:
-    """Arrays that become plain tensors (`collate_columns` sends other values as torch does)."""
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
-        return False
-    if value.ndim == 1 and value.dtype == np.uint64:  # default_collate refuses these
-        return False
-    if not value.dtype.isnative:
-        return False
-    try:
-        _torch_dtype(value.dtype)
-    except TypeError:
-        return False
-    return True

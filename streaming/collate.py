@@ -17,6 +17,7 @@ is the single shared buffer per batch).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate, get_worker_info
 
-__all__ = ["collate_columns", "collate_samples"]
+__all__ = ["becomes_tensor", "collate_columns", "collate_samples", "torch_dtype_of"]
 
 # numpy dtype kinds torch builds tensors of (bool, signed, unsigned, float, complex).
 _TENSOR_KINDS = frozenset("biufc")
@@ -71,20 +72,37 @@ def collate_columns(batch: dict[str, Any]) -> dict[str, Any]:
     shared-memory buffer per batch); lists are collated as `default_collate` does."""
     columns: dict[str, Any] = {}
     for key, value in batch.items():
-        if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype == np.uint64:
-            # A column of numpy uint64 scalars: default_collate refuses it (torch builds no
-            # tensor from a list of them), so the tensor form does too, in torch's words.
+        if becomes_tensor(value):
+            columns[key] = _Tensor(tuple(value.shape), torch_dtype_of(value.dtype), value,
+                                   stack=False)
+        elif isinstance(value, np.ndarray):  # torch refuses it: in torch's words
             columns[key] = _column(list(value))
-        elif isinstance(value, np.ndarray):
-            try:
-                dtype = torch.from_numpy(value[:0]).dtype
-            except TypeError:  # a dtype this torch build cannot hold: torch words the error
-                columns[key] = _column(list(value))
-                continue
-            columns[key] = _Tensor(tuple(value.shape), dtype, value, stack=False)
         else:
             columns[key] = _column(value)
     return _to_tensors(columns)
+
+
+def becomes_tensor(value: Any) -> bool:
+    """Whether a column array is one tensor as it is (`default_collate` stacks its items).
+
+    Not so for a column of numpy uint64 scalars (torch builds no tensor from a list of them)
+    nor for dtypes this torch build has no tensor of: those go through `default_collate`.
+    """
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in _TENSOR_KINDS:
+        return False
+    if not value.dtype.isnative or (value.ndim == 1 and value.dtype == np.uint64):
+        return False
+    try:
+        torch_dtype_of(value.dtype)
+    except TypeError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def torch_dtype_of(dtype: np.dtype) -> torch.dtype:
+    """The torch dtype of a numpy dtype (TypeError if torch has none)."""
+    return torch.from_numpy(np.empty(0, dtype)).dtype
 
 
 def _to_tensors(columns: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from streaming.coord.board import PlanBoard
 from streaming.coord.namespace import Namespace
 from streaming.coord.scalar import SharedScalar
 from streaming.dataset_config import DatasetConfig
-from streaming.format.shard_readers import ShardReaders
 from streaming.order.plan import StreamTable
 from streaming.order.world import World
 from streaming.plugins import construct_from_registry
@@ -54,18 +53,12 @@ def load_catalog(streams: Sequence[Stream], world: World, allow_unsafe_types: bo
     Raises:
         RuntimeError: a stream has no samples (the reference's message).
     """
-    groups = []
-    for stream in streams:
-        shards = stream.get_shards(world, allow_unsafe_types)
-        if isinstance(shards, ShardReaders):
-            samples = int(shards.samples.sum())
-        else:  # a user's Stream subclass returning its own readers
-            samples = sum(shard.samples for shard in shards)
+    catalog = Catalog.build([stream.get_shards(world, allow_unsafe_types) for stream in streams])
+    for stream, samples in zip(streams, catalog.samples_per_stream.tolist()):
         if not samples:
             raise RuntimeError(
                 f"Stream contains no samples: {os.path.join(stream.local_dir, 'index.json')}.")
-        groups.append(shards)
-    return Catalog.build(groups)
+    return catalog
 
 
 def derive_table(catalog: Catalog, streams: Sequence[Stream], config: DatasetConfig
