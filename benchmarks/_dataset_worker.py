@@ -41,8 +41,10 @@ def _import(impl: str) -> None:
         from streaming import StreamingDataLoader, StreamingDataset  # noqa: F401
 
 
-def make_dataset(impl: str, remote: str | None, local: str, batch: int, shuffle: bool) -> Any:
-    """A dataset reading `remote` (a local directory standing in for a bucket) into `local`."""
+def make_dataset(impl: str, remote: str | None, local: str, batch: int, shuffle: bool,
+                 **extra: Any) -> Any:
+    """A dataset reading `remote` (a local directory standing in for a bucket) into `local`;
+    `extra` goes to ours / the reference only (e.g. `bytes_as_views`)."""
     if impl == "litdata":
         import litdata
 
@@ -51,7 +53,7 @@ def make_dataset(impl: str, remote: str | None, local: str, batch: int, shuffle:
                                         shuffle=shuffle)
     from streaming import StreamingDataset
 
-    return StreamingDataset(remote=remote, local=local, batch_size=batch, shuffle=shuffle)
+    return StreamingDataset(remote=remote, local=local, batch_size=batch, shuffle=shuffle, **extra)
 
 
 def make_loader(impl: str, dataset: Any, batch: int, workers: int) -> Any:
@@ -111,12 +113,18 @@ def op_epoch(spec: dict[str, Any]) -> dict[str, Any]:
                 total += _touch(sample, key)
             total = -1  # the touch mixes payload into the sum; only the count is checked
         runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n,
-                     "id_sum": total, "first": first})
+                     "id_sum": total, "first": first, "maxrss": _maxrss_mb()})
         _close(dataset)
         del dataset
         gc.collect()
         shutil.rmtree(local, ignore_errors=True)
-    return min(runs, key=lambda r: r["wall"])
+    best = min(runs, key=lambda r: r["wall"])
+    return {**best, "maxrss": runs[0]["maxrss"]}  # peak RSS of one epoch: the first's
+
+
+def _maxrss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def op_first(spec: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +195,81 @@ def op_tiny(spec: dict[str, Any]) -> dict[str, Any]:
     return min(runs, key=lambda r: r["wall"])
 
 
+def op_tiny_floor(spec: dict[str, Any]) -> dict[str, Any]:
+    """The least any construction does: read and parse the remote's JSON index (no library)."""
+    runs = []
+    for _ in range(spec.get("repeat", 3)):
+        start = time.perf_counter()
+        with open(os.path.join(spec["remote"], "index.json"), "rb") as f:
+            json.loads(f.read())
+        runs.append(time.perf_counter() - start)
+    return {"parse": min(runs)}
+
+
+def op_images(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every byte of every image read by the consumer, through the streaming dataset.
+
+    The first pass copies the shards into the empty cache (reported as `cold`); the timed passes
+    then read the warm cache, each through a new dataset object. With `floor`, the library-free
+    bound of `_format_worker.floor_read` runs over the same cached shards (ours' MDS only)."""
+    import _format_worker as fw
+
+    impl, local = spec["impl"], spec["local"]
+    extra = {"bytes_as_views": True} if spec.get("views") else {}
+    shutil.rmtree(local, ignore_errors=True)
+    runs = []
+    for _ in range(spec["passes"] + 1):
+        gc.collect()
+        wall, cpu = time.perf_counter(), _cpu()
+        dataset = make_dataset(impl, spec["remote"], local, 256, False, **extra)
+        n = acc = 0
+        for item in dataset:
+            acc ^= fw.touch(item["image"]) ^ int(item["label"])
+            n += 1
+        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n, "acc": acc})
+        _close(dataset)
+        del dataset
+    best = min(runs[1:], key=lambda r: r["wall"])
+    result = {**best, "cold": runs[0]["wall"], "bytes": n * fw.IMAGE_BYTES}
+    if spec.get("floor"):
+        floors = []
+        for by_pread in (False, True, False, True):
+            start = time.perf_counter()
+            fw.floor_read(local, by_pread)
+            floors.append(time.perf_counter() - start)
+        result["floor"] = min(floors)
+    shutil.rmtree(local, ignore_errors=True)
+    return result
+
+
+def op_floor_loader(spec: dict[str, Any]) -> dict[str, Any]:
+    """The floor of "first batch" and "resume" for any torch-based loader: a fresh process
+    imports torch and numpy, and a `torch.utils.data.DataLoader` with the same workers hands over
+    one ready batch from a trivial dataset (no files, no index, no decoding). Also the resident
+    memory that importing torch alone costs (the floor of the peak-RSS row)."""
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    imported, rss = time.perf_counter(), _maxrss_mb()
+    row = np.zeros(1024, np.uint16)
+
+    class Ready(Dataset):
+        def __len__(self) -> int:
+            return spec["batch"] * 4
+
+        def __getitem__(self, i: int) -> dict[str, Any]:
+            return {"tokens": row, "id": i}
+
+    loader = DataLoader(Ready(), batch_size=spec["batch"], num_workers=spec["workers"])
+    gc.collect()
+    start = time.perf_counter()
+    batch = next(iter(loader))
+    done = time.perf_counter()
+    assert isinstance(batch["id"], torch.Tensor)
+    return {"total": done - _T0, "import": imported - _T0, "start": done - start, "rss": rss}
+
+
 def _smaps(pid: int) -> dict[str, float]:
     """Rss, Pss and private (USS) megabytes of one process, and the part of Pss and USS that is
     shared-memory blocks (/dev/shm: where a node-wide plan lives), from /proc/<pid>/smaps."""
@@ -248,88 +331,23 @@ def op_memory(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def op_write_litdata(spec: dict[str, Any]) -> dict[str, Any]:
-    """Write the workload with litdata.optimize (chunk size in samples or bytes)."""
-    import litdata
-    import numpy as np
-
-    n, width = spec["n"], spec["width"]
-    tokens = np.random.default_rng(1234).integers(0, 50_000, (n, width), dtype=np.uint16)
-    _STATE["tokens"] = tokens
-    size = {"chunk_size": spec["chunk_samples"]} if spec.get("chunk_samples") else \
-        {"chunk_bytes": 1 << 26}
-    litdata.optimize(fn=_lit_item, inputs=list(range(n)), output_dir=spec["out"],
-                     num_workers=1, start_method="fork", verbose=False, mode="overwrite", **size)
-    return {"n": n}
-
-
-def op_write_mds(spec: dict[str, Any]) -> dict[str, Any]:
-    """Write the workload as MDS (ours; the reference reads the same bytes).
-
-    `per_shard` sets the shard size so each shard holds exactly that many samples (the header,
-    then 4 offset bytes per sample); otherwise 64 MiB shards, the default.
-    """
-    import numpy as np
-
-    from streaming import MDSWriter
-
-    n, width, per_shard = spec["n"], spec["width"], spec.get("per_shard")
-    tokens = np.random.default_rng(1234).integers(0, 50_000, (n, width), dtype=np.uint16)
-    columns = {"tokens": f"ndarray:uint16:{width}", "id": "int"}
-    limit = 1 << 26
-    if per_shard:  # the shard header's size depends on the columns: ask a throwaway writer
-        probe_dir = spec["out"] + ".probe"
-        with MDSWriter(out=probe_dir, columns=columns) as probe:
-            header = probe.extra_bytes_per_shard
-        shutil.rmtree(probe_dir)
-        limit = header + per_shard * (2 * width + 8 + 4)
-    with MDSWriter(out=spec["out"], columns=columns, size_limit=limit) as writer:
-        for i in range(n):
-            writer.write({"tokens": tokens[i], "id": i})
-    return {"n": n}
-
-
-def op_write_synthetic(spec: dict[str, Any]) -> dict[str, Any]:
-    """`shards` copies of one MDS shard of `per_shard` int samples: a big index made fast."""
-    from streaming import MDSWriter
-
-    out, per_shard, shards = spec["out"], spec["per_shard"], spec["shards"]
-    with MDSWriter(out=out, columns={"id": "int"}, size_limit=None) as writer:
-        for i in range(per_shard):
-            writer.write({"id": i})
-    with open(os.path.join(out, "index.json")) as f:
-        index = json.load(f)
-    entry = index["shards"][0]
-    first = entry["raw_data"]["basename"]
-    entries = []
-    for k in range(shards):
-        name = f"shard.{k:05d}.mds"
-        if name != first:
-            shutil.copyfile(os.path.join(out, first), os.path.join(out, name))
-        copy = json.loads(json.dumps(entry))
-        copy["raw_data"]["basename"] = name
-        entries.append(copy)
-    index["shards"] = entries
-    with open(os.path.join(out, "index.json"), "w") as f:
-        json.dump(index, f)
-    return {"n": per_shard * shards}
-
-
-_STATE: dict[str, Any] = {}  # module global so litdata's forked writer sees the inputs
-
-
-def _lit_item(i: int) -> dict[str, Any]:
-    return {"tokens": _STATE["tokens"][i], "id": i}
-
+from _dataset_data import (  # noqa: E402
+    op_write_images,
+    op_write_litdata,
+    op_write_mds,
+    op_write_synthetic,
+)
 
 OPS = {"epoch": op_epoch, "first": op_first, "resume_save": op_resume_save, "resume": op_resume,
-       "tiny": op_tiny, "memory": op_memory, "write_litdata": op_write_litdata,
-       "write_mds": op_write_mds, "write_synthetic": op_write_synthetic}
+       "tiny": op_tiny, "tiny_floor": op_tiny_floor, "memory": op_memory, "images": op_images,
+       "floor_loader": op_floor_loader, "write_litdata": op_write_litdata,
+       "write_mds": op_write_mds, "write_synthetic": op_write_synthetic,
+       "write_images": op_write_images}
 
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory"):
+    if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory", "images"):
         _import(spec["impl"])
     result = OPS[spec["op"]](spec)
     print("RESULT " + json.dumps(result), flush=True)

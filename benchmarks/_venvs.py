@@ -3,6 +3,7 @@
 Two venvs live under `<repo>/.bench/venvs/` (gitignored), never in the project's dependencies:
 `reference` (mosaicml-streaming 0.13.0) and `litdata`. An env var may point at an existing
 interpreter instead. Creation is serialised by a file lock so concurrent benchmarks share it.
+Also the small helpers every comparison shares: a library's environment and CPU hogs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import fcntl
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,3 +131,15 @@ def library_env(impl: str, workdir: str) -> dict[str, str]:
     env["TMPDIR"] = os.path.join(workdir, "tmp")
     os.makedirs(env["TMPDIR"], exist_ok=True)
     return env
+
+
+@contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """`count` busy-loop processes running meanwhile: a machine whose cores other jobs load."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()

@@ -17,43 +17,34 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _venvs  # noqa: E402
+import bench_remote  # noqa: E402
+from _dataset_report import (  # noqa: E402
+    BATCH,
+    IMPLS,
+    MEMORY_BATCHES,
+    PEERS,
+    TARGETS,
+    WORKERS,
+    floors,
+    print_memory,
+    print_table,
+)
 from bench_format import default_workdir  # noqa: E402  (/dev/shm when it has room)
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dataset_worker.py")
-IMPLS = ("ours", "reference", "litdata")
-BATCH, WORKERS = 256, 2
 SIZES = {  # full, quick
     "tokens": (200_000, 20_000),  # samples of {tokens: uint16 x 1024, id: int}, 64 MiB shards
+    "images": (20_000, 2_000),  # samples of {image: 100 KB bytes, label: int}, 64 MiB shards
     "tiny_shards": (5_000, 1_000),  # shards of TINY_PER_SHARD samples of uint16 x TINY_WIDTH
     "memory": ((1_000_000, 10_000_000), (1_000_000,)),  # int samples, MEMORY_PER_SHARD a shard
 }
 TINY_PER_SHARD, TINY_WIDTH = 10, 128
-MEMORY_PER_SHARD, MEMORY_BATCHES = 100_000, 50
-
-
-@dataclass(frozen=True)
-class Target:
-    """Metric `key` of ours against `den` must be at least (`higher`) or at most `ratio`."""
-
-    key: str
-    label: str
-    den: str
-    ratio: float
-    higher: bool  # throughput-like (ours/den >= ratio) vs latency-like (ours/den <= ratio)
-
-
-TARGETS = (
-    Target("loader", f"epoch, loader {WORKERS} workers, batch {BATCH}", "litdata", 1.5, True),
-    Target("direct", "epoch, one process (iterate dataset)", "litdata", 1.5, True),
-    Target("first", "fresh process to first batch", "reference", 0.5, False),
-    Target("resume", "resume: load_state_dict -> next batch", "reference", 0.5, False),
-    Target("tiny", "tiny shards: construct + full read", "litdata", 1.5, True),
-)
+MEMORY_PER_SHARD = 100_000
+ALL_ROWS = "loader,shuffled,s3,images,direct,tiny,first,resume,memory"
 
 
 def call(python: str, impl: str, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
@@ -113,6 +104,9 @@ class Bench:
         self.run("litdata", {"op": "write_litdata", "n": shards * TINY_PER_SHARD,
                              "width": TINY_WIDTH, "chunk_samples": TINY_PER_SHARD,
                              "out": self.path("lit-tiny")}, "write tiny")
+        for impl, prefix in (("ours", "mds"), ("litdata", "lit")):
+            self.run(impl, {"op": "write_images", "n": self.sizes["images"],
+                            "out": self.path(f"{prefix}-images")}, "write images")
         for n in self.sizes["memory"]:
             self.run("ours", {"op": "write_synthetic", "per_shard": MEMORY_PER_SHARD,
                               "shards": n // MEMORY_PER_SHARD,
@@ -126,10 +120,12 @@ class Bench:
 
     # -- operations --------------------------------------------------------------------------
 
-    def epochs(self, impl: str, mode: str) -> dict[str, Any] | None:
+    def epochs(self, impl: str, mode: str, shuffle: bool = False) -> dict[str, Any] | None:
+        tag = mode + ("-shuffled" if shuffle else "")
         spec = {"op": "epoch", "mode": mode, "workers": WORKERS, "batch": BATCH, "key": "tokens",
-                "remote": self.remote(impl, "tokens"), "locals": self.caches(impl, mode)}
-        res = self.run(impl, spec, f"epoch {mode}")
+                "remote": self.remote(impl, "tokens"), "locals": self.caches(impl, tag),
+                "shuffle": shuffle}
+        res = self.run(impl, spec, f"epoch {tag}")
         n = self.sizes["tokens"]
         if res and res["n"] != n:
             self.errors[f"{impl} epoch {mode}"] = f"yielded {res['n']} samples, expected {n}"
@@ -170,95 +166,69 @@ class Bench:
             return None
         return res
 
+    def tiny_floor(self) -> float | None:
+        res = self.run("ours", {"op": "tiny_floor", "remote": self.remote("ours", "tiny")},
+                       "floor tiny")
+        return res["parse"] if res else None
+
+    def images(self, impl: str, views: bool = False) -> dict[str, Any] | None:
+        spec = {"op": "images", "remote": self.remote(impl, "images"), "passes": self.repeat,
+                "local": self.path("cache", f"{impl}-images"), "views": views,
+                "floor": impl == "ours" and not views}
+        res = self.run(impl, spec, "images" + (" views" if views else ""))
+        if res and res["n"] != self.sizes["images"]:
+            want = self.sizes["images"]
+            self.errors[f"{impl} images"] = f"read {res['n']} images, expected {want}"
+            return None
+        return res
+
+    def floor_loader(self) -> dict[str, Any] | None:
+        runs = [self.run("ours", {"op": "floor_loader", "workers": WORKERS, "batch": BATCH},
+                         "floor loader") for _ in range(self.repeat)]
+        runs = [r for r in runs if r]
+        return min(runs, key=lambda r: r["total"]) if runs else None
+
     def memory(self, impl: str, n: int) -> dict[str, Any] | None:
         return self.run(impl, {"op": "memory", "workers": WORKERS, "batch": BATCH,
                                "batches": MEMORY_BATCHES, "local": self.path(f"mds-memory-{n}")},
                         f"memory {n:.0e}")
 
 
-def metric(key: str, res: dict[str, Any] | None) -> float | None:
-    """The number a target compares: samples/s for throughput, seconds for latency."""
-    if not res:
-        return None
-    if key in ("loader", "direct", "tiny"):
-        return res["n"] / res["wall"]
-    return res["total"] if key == "first" else res["resume"]
-
-
-def _fmt(key: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if key in ("loader", "direct", "tiny"):
-        return f"{value / 1e3:,.1f}k smp/s"
-    return f"{value * 1e3:,.0f} ms"
-
-
-def print_table(results: dict[str, dict[str, Any]], errors: dict[str, str]) -> None:
-    head = (f"{'metric':<40}{'ours':>15}{'reference':>15}{'litdata':>15}  {'ratio':<16}"
-            f"{'target':<9}result")
-    print(head)
-    print("-" * len(head))
-    for t in TARGETS:
-        vals = {impl: metric(t.key, results[t.key].get(impl)) for impl in IMPLS}
-        ratio, verdict = "-", "-"
-        if vals["ours"] and vals[t.den]:
-            r = vals["ours"] / vals[t.den]
-            ratio = f"{r:.2f}x of {t.den[:3]}"
-            verdict = "PASS" if (r >= t.ratio if t.higher else r <= t.ratio) else "MISS"
-        target = f"{'>=' if t.higher else '<='}{t.ratio}x"
-        print(f"{t.label:<40}" + "".join(f"{_fmt(t.key, vals[i]):>15}" for i in IMPLS)
-              + f"  {ratio:<16}{target:<9}{verdict}")
-    _print_details(results)
-    for what, why in errors.items():
-        print(f"{what}: skipped: {why}")
-
-
-def _print_details(results: dict[str, dict[str, Any]]) -> None:
-    print("\ndetails (ours / reference / litdata):")
-    for key in ("loader", "direct", "tiny"):
-        cells = []
-        for impl in IMPLS:
-            r = results[key].get(impl)
-            cells.append("-" if not r else f"{1e6 * r['cpu'] / r['n']:.1f}")
-        print(f"  {key:<8} CPU us/sample (process + workers): {' / '.join(cells)}")
-    load = results["loader"]
-    ref, ours = load.get("reference"), load.get("ours")
-    if ref and ours:
-        print(f"  loader   ours vs reference: {ref['wall'] / ours['wall']:.2f}x")
-    for impl in IMPLS:
-        f, t = results["first"].get(impl), results["tiny"].get(impl)
-        if f:
-            print(f"  first    {impl:<9} import {f['import'] * 1e3:6.0f} ms, construct "
-                  f"{f['construct'] * 1e3:5.0f} ms, construct->first batch "
-                  f"{f['first_batch'] * 1e3:5.0f} ms")
-        if t:
-            print(f"  tiny     {impl:<9} construct {t['construct'] * 1e3:6.0f} ms, total "
-                  f"{t['wall'] * 1e3:6.0f} ms")
-    ids = {impl: r["first_id"] for impl, r in results["resume"].items() if r}
-    print(f"  resume   first sample id after resume: {ids}")
-
-
-def print_memory(mem: dict[tuple[str, int], Any]) -> None:
-    print(f"\nmemory (MB, /proc/<pid>/smaps): {WORKERS}-worker loader over N int samples (local, "
-          f"no shuffle, batch {BATCH}) after {MEMORY_BATCHES} batches. 'shm' = the part in "
-          "/dev/shm blocks (ours: the node's one plan, each worker mapping only its slice); "
-          "'own' = USS - shm USS, the worker's private heap")
-    print(f"  {'impl':<10}{'N':>11}  {'process':<9}{'Rss':>8}{'Pss':>8}{'USS':>8}{'shm Pss':>9}"
-          f"{'own':>8}")
-    for (impl, n), res in mem.items():
-        if not res:
-            continue
-        rows = [("main", res["main"])] + [(f"worker{i}", w) for i, w in enumerate(res["workers"])]
-        for name, m in rows:
-            print(f"  {impl:<10}{n:>11,}  {name:<9}{m['rss']:8.1f}{m['pss']:8.1f}{m['uss']:8.1f}"
-                  f"{m['shm_pss']:9.1f}{m['uss'] - m['shm_uss']:8.1f}")
+def run_rows(bench: Bench, only: set[str]) -> dict[str, dict[str, Any]]:
+    """Every selected row for every library (the memory table aside), then the floors."""
+    results: dict[str, dict[str, Any]] = {t.key: {} for t in TARGETS}
+    ops = {"loader": lambda i: bench.epochs(i, "loader"),
+           "shuffled": lambda i: bench.epochs(i, "loader", shuffle=True),
+           "images": bench.images, "direct": lambda i: bench.epochs(i, "direct"),
+           "first": bench.first_batch, "resume": bench.resume, "tiny": bench.tiny}
+    for impl in bench.pythons:
+        for key, fn in ops.items():
+            if key in only:
+                results[key][impl] = fn(impl)
+        if "images" in only and impl == "ours":
+            results["images_views"]["ours"] = bench.images("ours", views=True)
+    for impl in PEERS:  # the views row compares against the peers' plain images reads
+        results["images_views"][impl] = results["images"].get(impl)
+    results["rss"] = results["direct"]
+    results["tiny_construct"] = results["tiny"]
+    if "s3" in only:
+        interps = {i: _venvs.Located(p) for i, p in bench.pythons.items()}
+        got: dict[str, dict[str, Any]] = {}
+        bench_remote.cold_epochs(list(bench.pythons), interps, bench.sizes["tokens"],
+                                 bench.repeat, bench.workdir, got)
+        for impl, res in got.items():
+            if "error" in res:
+                bench.errors[f"{impl} s3"] = res["error"]
+            else:
+                results["s3"][impl] = res
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1/10 of the sizes, one repeat")
     parser.add_argument("--impls", default=",".join(IMPLS))
-    parser.add_argument("--only", help="comma list of: loader,direct,first,resume,tiny,memory")
+    parser.add_argument("--only", help=f"comma list of: {ALL_ROWS}")
     parser.add_argument("--repeat", type=int, help="timed repeats, best kept (default 3, quick 1)")
     parser.add_argument("--workdir", help="where datasets and caches live (default /dev/shm)")
     parser.add_argument("--no-create-venvs", action="store_true")
@@ -267,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="busy-loop processes kept running meanwhile (a loaded machine)")
     args = parser.parse_args(argv)
     pythons, errors = {"ours": sys.executable}, {}
-    for impl in ("reference", "litdata"):
+    for impl in PEERS:
         found = _venvs.locate(impl, create=not args.no_create_venvs)
         if found.python:
             pythons[impl] = found.python
         else:
             errors[impl] = found.reason
     pythons = {k: v for k, v in pythons.items() if k in args.impls.split(",")}
-    only = set((args.only or "loader,direct,first,resume,tiny,memory").split(","))
+    only = set((args.only or ALL_ROWS).split(","))
     workdir = tempfile.mkdtemp(prefix="bench-dataset-",
                                dir=args.workdir or default_workdir(args.quick))
     bench = Bench(pythons, workdir, args.quick, args.repeat or (1 if args.quick else 3))
@@ -283,27 +253,19 @@ def main(argv: list[str] | None = None) -> int:
     # bytecode. Compile ours too, so a PYTHONDONTWRITEBYTECODE=1 shell does not make every
     # timed process of ours compile its modules from source (~70 ms of "first batch").
     compileall.compile_dir(os.path.join(_venvs.REPO, "streaming"), quiet=1)
-    results: dict[str, dict[str, Any]] = {t.key: {} for t in TARGETS}
     memory: dict[tuple[str, int], Any] = {}
     start = time.perf_counter()
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(args.hog)]
     try:
-        bench.write_data()
-        for impl in pythons:
-            for key, fn in (("loader", lambda i: bench.epochs(i, "loader")),
-                            ("direct", lambda i: bench.epochs(i, "direct")),
-                            ("first", bench.first_batch), ("resume", bench.resume),
-                            ("tiny", bench.tiny)):
-                if key in only:
-                    results[key][impl] = fn(impl)
-            if "memory" in only and impl != "litdata":  # litdata reads its own format only
-                for n in bench.sizes["memory"]:
-                    memory[(impl, n)] = bench.memory(impl, n)
+        with _venvs.hogs(args.hog):
+            bench.write_data()
+            results = run_rows(bench, only)
+            floor = floors(results, bench.tiny_floor() if "tiny" in only else None,
+                           bench.floor_loader() if only & {"first", "resume", "direct"} else None)
+            if "memory" in only:
+                for impl in ("ours", "reference"):  # litdata reads its own format only
+                    for n in bench.sizes["memory"] if impl in pythons else ():
+                        memory[(impl, n)] = bench.memory(impl, n)
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
         shutil.rmtree(workdir, ignore_errors=True)
     mode = "quick" if args.quick else "full"
     if args.hog:
@@ -311,19 +273,21 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     print(f"\nbench_dataset ({mode}, {elapsed:.0f} s): {bench.sizes['tokens']:,}"
           f" token samples (uint16 x 1024 + int id, 64 MiB shards), remote = a local dir in "
-          f"{os.path.dirname(workdir)}, cold cache per run, best of {bench.repeat}")
+          f"{os.path.dirname(workdir)} (s3: a local S3 server), cold cache per run, best of "
+          f"{bench.repeat}")
     for impl in IMPLS:
         print(f"  {impl:<9} {pythons.get(impl, '-')}")
-    print(f"  tiny shards: {bench.sizes['tiny_shards']:,} shards x {TINY_PER_SHARD} samples "
+    print(f"  images: {bench.sizes['images']:,} x 100 KB, warm cache, a new dataset per pass; "
+          f"tiny shards: {bench.sizes['tiny_shards']:,} shards x {TINY_PER_SHARD} samples "
           f"(uint16 x {TINY_WIDTH} + id); litdata: chunk_size={TINY_PER_SHARD}, input_dir="
           "'local:<remote>' + cache_dir (it copies chunks into its cache like the others)")
-    print_table(results, bench.errors)
+    print_table(results, floor, bench.errors)
     if memory:
         print_memory(memory)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": results, "memory": {f"{i} {n}": r for (i, n), r in
-                                                      memory.items()}}, f, indent=1)
+            json.dump({"results": results, "floors": floor,
+                       "memory": {f"{i} {n}": r for (i, n), r in memory.items()}}, f, indent=1)
     return 0
 
 

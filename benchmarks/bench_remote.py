@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ sys.path.insert(1, os.path.dirname(HERE))
 import _venvs  # noqa: E402
 from _byte_counter import ByteCounter  # noqa: E402
 from _remote_worker import tokens, touch  # noqa: E402
+from _venvs import hogs  # noqa: E402
 from bench_format import default_workdir  # noqa: E402
 
 WORKER = os.path.join(HERE, "_remote_worker.py")
@@ -124,6 +126,52 @@ def measure(impl: str, python: str, url: str, server: Any, workdir: str,
     return best
 
 
+@dataclass
+class ColdRun:
+    """What `cold_epochs` measured besides the per-library results."""
+
+    server: str  # the S3 server's name
+    expected: int  # the checksum every library's epoch must reproduce
+
+
+def cold_epochs(impls: list[str], interps: dict[str, _venvs.Located], n: int, repeat: int,
+                workdir: str, results: dict[str, dict[str, Any]],
+                hashes: list[str] | None = None, predownload: int | None = None) -> ColdRun:
+    """Start the server in `workdir`, write the workload once per format, and fill `results`
+    with each library's best cold epoch (the reference: one pass, it is slow)."""
+    server = start_server(workdir)
+    try:
+        os.environ.update(server.env())  # our writer opens s3:// the way users do: from the env
+        data = tokens(n)
+        expected = 0
+        for i, row in enumerate(data):
+            expected ^= touch(row) ^ i
+        mds_url, lit_url = server.url(f"mds-{n}"), server.url(f"litdata-{n}")
+        write_seconds = write_mds(mds_url, data, hashes)
+        del data
+        print(f"[bench_remote] wrote {n:,} samples to {mds_url} in {write_seconds:.1f} s",
+              file=sys.stderr, flush=True)
+        if "litdata" in impls and "litdata" not in results:
+            local = os.path.join(workdir, "litdata-local")
+            res = _run(interps["litdata"].python, {"mode": "write_litdata", "n": n, "out": local},
+                       _env("litdata", server, server.endpoint), workdir)
+            if "error" in res:
+                results["litdata"] = res
+            else:
+                upload_dir(local, lit_url, server)
+                shutil.rmtree(local, ignore_errors=True)
+        for impl in impls:
+            if impl in results:
+                continue
+            url = lit_url if impl == "litdata" else mds_url
+            results[impl] = measure(impl, interps[impl].python, url, server, workdir,
+                                    remote_bytes(url, server),
+                                    1 if impl == "reference" else repeat, predownload)
+    finally:
+        server.stop()
+    return ColdRun(server.name, expected)
+
+
 def print_table(results: dict[str, dict[str, Any]], n: int, expected: int) -> None:
     head = (f"{'library':<11}{'samples/s':>12}{'first batch':>13}{'fetched/dataset':>17}"
             f"{'CPU us/smp':>12}  check")
@@ -166,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(both default to 8 x batch size); for profiling, not the headline run")
     parser.add_argument("--no-create-venvs", action="store_true")
     parser.add_argument("--json", help="also write the raw measurements here")
+    parser.add_argument("--hog", type=int, default=0,
+                        help="busy-loop processes kept running meanwhile (a loaded machine)")
     parser.add_argument("--hashes", help="digests the MDS index carries, e.g. xxh3_64 (a fast "
                         "digest is then verified on every download: this measures its cost)")
     args = parser.parse_args(argv)
@@ -181,46 +231,22 @@ def main(argv: list[str] | None = None) -> int:
     workdir = tempfile.mkdtemp(prefix="bench-remote-",
                                dir=args.workdir or default_workdir(args.quick))
     started = time.perf_counter()
-    server = start_server(workdir)
     try:
-        os.environ.update(server.env())  # our writer opens s3:// the way users do: from the env
-        data = tokens(n)
-        expected = 0
-        for i, row in enumerate(data):
-            expected ^= touch(row) ^ i
-        mds_url, lit_url = server.url(f"mds-{n}"), server.url(f"litdata-{n}")
-        write_seconds = write_mds(mds_url, data, args.hashes.split(",") if args.hashes else None)
-        del data
-        print(f"[bench_remote] wrote {n:,} samples to {mds_url} in {write_seconds:.1f} s",
-              file=sys.stderr, flush=True)
-        if "litdata" in impls and "litdata" not in results:
-            local = os.path.join(workdir, "litdata-local")
-            res = _run(interps["litdata"].python, {"mode": "write_litdata", "n": n, "out": local},
-                       _env("litdata", server, server.endpoint), workdir)
-            if "error" in res:
-                results["litdata"] = res
-            else:
-                upload_dir(local, lit_url, server)
-                shutil.rmtree(local, ignore_errors=True)
-        for impl in impls:
-            if impl in results:
-                continue
-            url = lit_url if impl == "litdata" else mds_url
-            results[impl] = measure(impl, interps[impl].python, url, server, workdir,
-                                    remote_bytes(url, server),
-                                    1 if impl == "reference" else repeat, args.predownload)
+        with hogs(args.hog):
+            run = cold_epochs(impls, interps, n, repeat, workdir, results,
+                              args.hashes.split(",") if args.hashes else None, args.predownload)
     finally:
-        server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     mode = "quick" if args.quick else "full"
+    mode += f", {args.hog} CPU hog(s) running" if args.hog else ""
     print(f"\nbench_remote ({mode}, {time.perf_counter() - started:.0f} s): {n:,} samples of "
-          f"uint16 x 1024 + int, 64 MiB shards/chunks, no compression, {server.name} on "
+          f"uint16 x 1024 + int, 64 MiB shards/chunks, no compression, {run.server} on "
           f"127.0.0.1; cold cache, one epoch in the main process (no DataLoader), every byte "
           f"touched; best of {repeat} (reference: 1). First batch = open + first {BATCH} samples."
           + (f" predownload={args.predownload} (ours, reference)." if args.predownload else ""))
     for impl in IMPLS:
         print(f"  {impl:<9} {interps[impl].python if impl in interps else '-'}")
-    print_table(results, n, expected)
+    print_table(results, n, run.expected)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
