@@ -4,18 +4,17 @@ The worker's sample ids (a zero-copy view of the node's shared plan) are walked 
 worker's own memory stays O(chunk) whatever the epoch size. Within a chunk, consecutive positions
 reading consecutive samples of one shard form a run that the shard reader decodes in bulk; other
 positions are read one by one. Shared cache bookkeeping (in-use slot, LRU stamps) is written once
-per shard change or chunk, never per sample. Background threads prepare shards in first-use
-order at most `predownload` samples ahead; a failed prefetch is only logged: the reader fetches
-that shard itself when it gets there and raises the real error if it persists. Either side stops
-promptly: an abandoned iterator (or interpreter exit) never hangs.
+per shard change or chunk, never per sample. Background threads (`streaming.prefetch`, as many
+as the link rewards) prepare shards in first-use order at most `predownload` samples ahead; a
+failed prefetch is only logged: the reader fetches that shard itself when it gets there and
+raises the real error if it persists. Either side stops promptly: an abandoned iterator (or
+interpreter exit) never hangs.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -24,21 +23,17 @@ import numpy as np
 
 from streaming.batch_columns import BatchParts
 from streaming.errors import StreamingError
+from streaming.prefetch import CHUNK, Prefetcher, first_uses
 
 if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
     from streaming.format.reader import Reader
 
-__all__ = ["CHUNK", "MIN_RUN", "PREFETCH_THREADS", "EpochReads", "drop_padding", "first_uses",
-           "iterate_batches", "iterate_epoch", "runs"]
+__all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "first_uses", "iterate_batches",
+           "iterate_epoch", "runs"]
 
-CHUNK = 8192  # plan positions located and segmented at a time
 MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
 _MAX_STEP = 1024  # a bulk read reports progress to the prefetcher at least this often
-# Shards prepared concurrently ahead of one worker. More threads measured slower on local copies
-# (GIL contention); worth measuring against a high-latency remote.
-PREFETCH_THREADS = 1
-_POLL_SECONDS = 0.002
 
 log = logging.getLogger(__name__)
 
@@ -56,26 +51,6 @@ def drop_padding(ids: np.ndarray) -> np.ndarray:
     if not bad[:keep].any():
         return ids[:keep]
     return ids[~bad]
-
-
-def first_uses(shard_ids: np.ndarray, seen: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Shards in the order a sequence first needs them, with the position of that first need.
-
-    Args:
-        shard_ids: the shard of each position.
-        seen: optional per-shard flags carried across chunks: shards already flagged are left
-            out, and the returned ones get flagged.
-    """
-    if not len(shard_ids):
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    shards, first = np.unique(shard_ids, return_index=True)
-    if seen is not None:
-        new = ~seen[shards]
-        shards, first = shards[new], first[new]
-        seen[shards] = True
-    order = np.argsort(first, kind="stable")
-    return shards[order].astype(np.int64), first[order].astype(np.int64)
 
 
 def runs(shard_ids: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,6 +95,10 @@ class EpochReads:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
         self.cache.prepare(shard, blocking=False)
 
+    def fetched_bytes(self) -> int:
+        """Bytes the node fetched so far (what the prefetcher's sizer measures)."""
+        return int(self.cache.egress()["bytes"])
+
     def restore_missing(self, shard_ids: np.ndarray) -> None:
         """Fetch again the shards of a finished chunk whose files were deleted behind our back.
 
@@ -160,67 +139,7 @@ class EpochReads:
         return chain((first,), self.readers[shard].iter_range(start + 1, stop))
 
 
-def _first_use_order(sample_ids: np.ndarray, locate: Locate, num_shards: int
-                     ) -> Iterator[tuple[int, int]]:
-    """(shard, position of its first use) over `sample_ids`, located one chunk at a time."""
-    seen = np.zeros(num_shards, bool)
-    for begin in range(0, len(sample_ids), CHUNK):
-        shard_ids, _ = locate(sample_ids[begin:begin + CHUNK])
-        shards, positions = first_uses(shard_ids, seen)
-        yield from zip(shards.tolist(), (positions + begin).tolist())
-
-
-class _Prefetcher:
-    """Background threads preparing shards in first-use order within a sliding window.
-
-    Several threads, so one slow transfer (a remote's first-byte latency, a big shard) does not
-    hold up the next shards; they take shards from one shared first-use order.
-    """
-
-    def __init__(self, sample_ids: np.ndarray, reads: EpochReads, window: int,
-                 threads: int = PREFETCH_THREADS) -> None:
-        self.sample_ids, self.reads, self.window = sample_ids, reads, max(int(window), 1)
-        self.consumed = 0  # written by the consumer, read here; a plain int is atomic enough
-        self.stop = threading.Event()
-        # A generator of module level: a method's would hold `self`, a cycle that keeps the
-        # dataset alive after its last reference is dropped (until a garbage collection).
-        self._order = _first_use_order(sample_ids, reads.locate, len(reads.readers))
-        self._order_lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, name="shardstream-prefetch",
-                                         daemon=True) for _ in range(max(threads, 1))]
-
-    def _next(self) -> tuple[int, int] | None:
-        with self._order_lock:  # a generator is not thread-safe
-            return next(self._order, None)
-
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
-
-    def finish(self) -> None:
-        """Stop, joining only briefly: a prepare in flight may take a while, and the threads are
-        daemons that check `stop` before their next step."""
-        self.stop.set()
-        deadline = time.monotonic() + 0.05
-        for thread in self.threads:
-            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
-
-    def _run(self) -> None:
-        while not self.stop.is_set() and (item := self._next()) is not None:
-            shard, position = item
-            while position > self.consumed + self.window:
-                if self.stop.wait(_POLL_SECONDS):
-                    return
-            if self.stop.is_set():
-                return
-            try:
-                self.reads.prepare(shard)
-            except Exception as err:  # the consumer retries this shard itself when needed
-                log.warning("Prefetching shard %d failed (%s: %s); it will be fetched when "
-                            "needed.", shard, type(err).__name__, err)
-
-
-def _read_chunk(reads: EpochReads, prefetcher: _Prefetcher, begin: int, ids: np.ndarray,
+def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.ndarray,
                 shard_ids: np.ndarray, indices: np.ndarray) -> Iterator[Any]:
     """Yield one chunk's samples: bulk runs when they are long on average, else one by one."""
     starts, ends = runs(shard_ids, indices)
@@ -263,7 +182,7 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
         reads: how this worker reads samples and keeps the node cache informed.
         predownload: how many samples ahead of the consumer the prefetcher may work.
     """
-    prefetcher = _Prefetcher(sample_ids, reads, predownload)
+    prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes)
     prefetcher.start()
     try:
         for begin in range(0, len(sample_ids), CHUNK):
@@ -286,7 +205,7 @@ def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,
     batch is read shard by shard: a shard that gives columns has its samples gathered straight
     from its bytes (one copy per column); others are read one sample at a time.
     """
-    prefetcher = _Prefetcher(sample_ids, reads, predownload)
+    prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes)
     prefetcher.start()
     try:
         total = len(sample_ids)

@@ -69,6 +69,9 @@ class FakeCache:
     def is_local(self, shard: int) -> bool:
         return True
 
+    def egress(self) -> dict[str, Any]:
+        return {"bytes": 1000 * len(self.prepared), "seconds": 0.0}
+
     def reading_slot(self, slot: int) -> ReadingSlot:
         return ReadingSlot(self, slot)  # type: ignore[arg-type]  # the real bookkeeping
 

@@ -1,0 +1,105 @@
+"""The prefetcher's concurrency policy (`LinkSizer`): pure bookkeeping, so driven by hand here.
+
+End to end through a slow link: tests/storage/test_storage_prefetch_link.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streaming.prefetch import MAX_FETCHES, MAX_FETCHES_ENV, LinkSizer, max_fetches
+
+
+def _probe(sizer: LinkSizer, rate: float, now: float, fetches: int | None = None) -> float:
+    """Run one probe at `rate` bytes/s from `now`; returns the time it ended."""
+    sizer.fetched(0, now, behind=True)  # starts the probe's clock
+    count = fetches or 2 * sizer.count
+    step = max(1.01 * sizer.min_seconds / count, 0.01)  # (just past the minimum)
+    for _ in range(count):
+        now += step
+        sizer.fetched(int(rate * step), now, behind=True)
+    return now
+
+
+def test_doubles_while_each_step_pays_then_settles_on_the_best() -> None:
+    sizer = LinkSizer()
+    now = 0.0
+    for rate in (100.0, 200.0, 390.0):  # 1 -> 2 -> 4 -> 8: each probe beats the last by > 20%
+        now = _probe(sizer, rate, now)
+    assert sizer.count == 8 and not sizer.settled
+    _probe(sizer, 400.0, now)  # 8 fetches at once gain nothing over 4
+    assert (sizer.count, sizer.settled) == (4, True)
+    assert sizer.fetched(10**9, now + 10, behind=True) == 4  # settled: never moves again
+
+
+def test_a_local_copy_that_gains_nothing_stays_at_one() -> None:
+    sizer = LinkSizer()
+    now = _probe(sizer, 1000.0, 0.0)
+    assert sizer.count == 2
+    _probe(sizer, 1050.0, now)
+    assert (sizer.count, sizer.settled) == (1, True)
+
+
+def test_a_probe_waiting_for_the_consumer_does_not_count() -> None:
+    sizer = LinkSizer()
+    sizer.fetched(0, 0.0, behind=True)
+    for t in range(1, 20):  # plenty of fetches and time, but the prefetcher waited between them
+        sizer.fetched(10**6, t * 0.1, behind=False)
+    assert sizer.count == 1 and sizer.best_rate == 0.0
+
+
+def test_a_probe_needs_time_and_fetches_before_it_decides() -> None:
+    sizer = LinkSizer(min_seconds=1.0)
+    sizer.fetched(0, 0.0, behind=True)
+    for t in range(1, 10):  # many fetches but only 0.9 s
+        sizer.fetched(1000, t * 0.1, behind=True)
+    assert sizer.count == 1
+    sizer.fetched(1000, 1.1, behind=True)
+    assert sizer.count == 2
+
+
+def test_the_cap_holds_and_a_cap_of_one_never_probes() -> None:
+    sizer = LinkSizer(most=3)
+    now = 0.0
+    for rate in (1e3, 1e4, 1e5):
+        now = _probe(sizer, rate, now)
+    assert (sizer.count, sizer.settled) == (3, True)
+    one = LinkSizer(most=1)
+    assert one.settled and _probe(one, 5.0, 0.0) and one.count == 1
+
+
+@pytest.mark.parametrize("start,most", [(0, 4), (5, 4), (-1, 1)])
+def test_bad_bounds_are_refused(start: int, most: int) -> None:
+    with pytest.raises(ValueError, match="start"):
+        LinkSizer(start=start, most=most)
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.floats(0.0, 2.0), st.booleans()),
+                max_size=200),
+       st.integers(1, 32))
+def test_count_stays_a_doubling_within_bounds_and_settling_is_final(
+        events: list[tuple[int, float, bool]], most: int) -> None:
+    sizer = LinkSizer(most=most)
+    now, settled_at = 0.0, None
+    for nbytes, step, behind in events:
+        now += step
+        count = sizer.fetched(nbytes, now, behind)
+        assert 1 <= count <= most
+        assert count == most or (count & (count - 1)) == 0  # 1, 2, 4, ... or the cap
+        if settled_at is not None:
+            assert count == settled_at
+        if sizer.settled:
+            settled_at = count
+
+
+def test_max_fetches_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MAX_FETCHES_ENV, raising=False)
+    assert max_fetches() == MAX_FETCHES
+    monkeypatch.setenv(MAX_FETCHES_ENV, "3")
+    assert max_fetches() == 3
+    for bad in ("0", "-2", "many"):
+        monkeypatch.setenv(MAX_FETCHES_ENV, bad)
+        with pytest.raises(ValueError, match=MAX_FETCHES_ENV):
+            max_fetches()
