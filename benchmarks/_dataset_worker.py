@@ -123,7 +123,18 @@ def op_epoch(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _maxrss_mb() -> float:
-    """Peak resident memory of this process so far (Linux reports KiB)."""
+    """Peak resident memory of this process so far, in MB.
+
+    `VmHWM` of /proc/self/status, the peak of this process's own address space. Not
+    `ru_maxrss`: Linux carries it across `execve`, so a child spawned by a big parent starts
+    with the parent's peak (this benchmark's parent holds hundreds of MB at times)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -247,10 +258,13 @@ def op_floor_loader(spec: dict[str, Any]) -> dict[str, Any]:
     imports torch and numpy, and a `torch.utils.data.DataLoader` with the same workers hands over
     one ready batch from a trivial dataset (no files, no index, no decoding). Also the resident
     memory that importing torch alone costs (the floor of the peak-RSS row)."""
+    gc.disable()  # what a library can do at best: no collections while torch loads (as ours)
     import numpy as np
     import torch
     from torch.utils.data import DataLoader, Dataset
 
+    gc.freeze()
+    gc.enable()
     imported, rss = time.perf_counter(), _maxrss_mb()
     row = np.zeros(1024, np.uint16)
 
