@@ -10,6 +10,7 @@ index (once per node) deletes the cached files it no longer vouches for.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import warnings
@@ -21,12 +22,23 @@ from streaming.errors import IndexFormatError, RemoteUnavailableWarning
 from streaming.format.fileio import write_atomic
 from streaming.format.index import ShardEntry, get_index_basename, parse_index
 from streaming.format.shard_files import drop_changed_files
-from streaming.format.shard_table import TABLE_SUFFIX, ShardTable, index_key, load_table, save_table
+from streaming.format.shard_table import (
+    TABLE_MIN_SHARDS,
+    TABLE_SUFFIX,
+    ShardTable,
+    index_key,
+    load_table,
+    save_table,
+)
 from streaming.storage.transfer import read
 
 __all__ = ["IndexCache", "LoadedIndex"]
 
 log = logging.getLogger(__name__)
+
+# An index shorter than this cannot list `TABLE_MIN_SHARDS` shards (an entry takes well over 64
+# bytes), so there is no table at the remote to look for: small datasets cost no extra request.
+_TABLE_MIN_TEXT = TABLE_MIN_SHARDS * 64
 
 
 @dataclass(frozen=True)
@@ -103,17 +115,49 @@ class IndexCache:
                 f"using the cached copy {self.path}. Shards already in the cache are used as they "
                 f"are; any other shard is fetched from the remote when needed."), stacklevel=5)
             return self._cached()
-        return self._with_table(LoadedIndex(text, self.store.url_for(get_index_basename()), True))
+        loaded = LoadedIndex(text, self.store.url_for(get_index_basename()), True)
+        table = load_table(self.table_path, loaded.key)
+        if table is None and len(text) >= _TABLE_MIN_TEXT:
+            table = self._fetch_table(loaded.key)
+        return self._with_table(loaded, table)
+
+    def _fetch_table(self, key: str) -> ShardTable | None:
+        """Copy the remote's binary table (written by our writers beside a big index) into the
+        cache if it is the table of exactly this index; anything else is ignored (the index is
+        parsed as usual). `load_table` checks it like a table of our own."""
+        name = get_index_basename() + TABLE_SUFFIX
+        assert self.store is not None
+        try:
+            data = read(self.store, name, retries=1, timeout=self.timeout)
+        except Exception as err:  # absent (an index the reference wrote) or unreadable
+            log.debug("No usable shard table at the remote (%s: %s)", type(err).__name__, err)
+            return None
+        try:
+            os.makedirs(self.local_dir, exist_ok=True)
+            write_atomic(self.table_path, [data])
+        except OSError as err:
+            log.debug("Could not cache the shard table %s: %s", self.table_path, err)
+            return None
+        table = load_table(self.table_path, key)
+        if table is None:  # another index's, or damaged: drop it
+            with contextlib.suppress(OSError):
+                os.remove(self.table_path)
+        return table
 
     def _cached(self) -> LoadedIndex:
         with open(self.path, "rb") as f:
             text = f.read()
         return self._with_table(LoadedIndex(text, self.path, False))
 
-    def _with_table(self, loaded: LoadedIndex) -> LoadedIndex:
-        """The index with its binary table if one of exactly this text is cached, else parsed
-        (so a malformed index fails here, before anything is cached)."""
-        table = load_table(self.table_path, loaded.key)
+    def _with_table(self, loaded: LoadedIndex, table: ShardTable | None = None) -> LoadedIndex:
+        """The index with its binary table (`table`, else one of exactly this text in the
+        cache), else parsed (so a malformed index fails here, before anything is cached).
+
+        A table stands for a parse that succeeded when it was built: ours after parsing, or the
+        writer's beside the index it wrote. Its entries are still parsed and checked one by one,
+        against the table, as their readers are built (`streaming.format.shard_readers`)."""
+        if table is None:
+            table = load_table(self.table_path, loaded.key)
         if table is None:
             _ = loaded.entries
             return loaded

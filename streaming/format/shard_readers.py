@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming.errors import UnsafeTypeError
-from streaming.format.index import ShardEntry
-from streaming.format.shard_table import ShardTable
+from streaming.errors import IndexFormatError, UnsafeTypeError
+from streaming.format.index import ShardEntry, parse_index
+from streaming.format.shard_table import TABLE_MIN_SHARDS, TABLE_SUFFIX, ShardTable, index_key
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
+    from streaming.format.shard_files import ShardFiles
 
-__all__ = ["ShardReaders", "build_readers"]
+__all__ = ["ShardReaders", "build_readers", "index_table"]
 
 _BUILD_LOCK = threading.Lock()  # building readers is rare (once per shard): one lock will do
 
@@ -56,7 +57,18 @@ class _Part:
         from streaming.format import reader_for_entry  # the format registry imports us
 
         assert self.table is not None
-        return reader_for_entry(self.dirname, self.split, self.table.entry(shard))
+        entry = self.table.entry(shard)
+        reader = reader_for_entry(self.dirname, self.split, entry)
+        if (reader.samples != int(self.table.samples[shard])
+                or _is_unsafe(reader) != bool(self.table.unsafe[shard])):
+            # A table is checked against its index text's digest, not against each entry: one
+            # that lies about an entry (forged, or built by a buggy writer) stops here, before
+            # any of that shard's bytes are decoded.
+            raise IndexFormatError(
+                f"The shard table of {self.dirname} disagrees with the index entry of shard "
+                f"{shard} ({entry.raw_data.basename}); delete {self.dirname}/index.json"
+                f"{TABLE_SUFFIX} and the table is built again from the index.")
+        return reader
 
     def samples(self) -> NDArray[np.int64]:
         if self.table is not None:
@@ -204,6 +216,26 @@ def build_readers(key: str, entries: Sequence[ShardEntry], dirname: str,
     table = ShardTable.build(key, entries, [r.files for r in readers],
                              [_is_unsafe(r) for r in readers])
     return ShardReaders.from_table(table, dirname, split, readers)
+
+
+def index_table(text: bytes) -> ShardTable | None:
+    """The table a writer publishes beside an index it wrote (None below `TABLE_MIN_SHARDS`),
+    so a node seeing the dataset for the first time maps it instead of parsing every entry.
+
+    Readers are made a chunk at a time, for their files and safety only, and dropped.
+    """
+    entries = parse_index(text)
+    if len(entries) < TABLE_MIN_SHARDS:
+        return None
+    from streaming.format import reader_for_entry  # the format registry imports us
+
+    files: list[ShardFiles] = []
+    unsafe: list[bool] = []
+    for begin in range(0, len(entries), 4096):
+        readers = [reader_for_entry("", None, e) for e in entries[begin:begin + 4096]]
+        files.extend(r.files for r in readers)
+        unsafe.extend(_is_unsafe(r) for r in readers)
+    return ShardTable.build(index_key(text), entries, files, unsafe)
 
 
 def _is_unsafe(reader: Reader) -> bool:

@@ -11,11 +11,18 @@ and `load_table` returns it only when both match, so it can never go stale. It i
 to the index as `index.json.table` and never replaces it (the reference still reads the folder;
 it ignores files it does not know). It is built only after every entry parsed and its reader
 was made, so a table never vouches for an index that construction would refuse.
+
+Our writers (`MDSWriter` and the others, `merge_index`) also publish the table beside a big
+index they write, before the index itself, so a node that sees the dataset for the first time
+maps it instead of parsing every entry. A table from a remote is input like any other:
+`check_table` refuses one whose arrays do not fit or whose file names leave the dataset, and
+each entry is checked against the table when its reader is built.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import mmap
 import os
 import struct
@@ -27,11 +34,14 @@ import xxhash
 from numpy.typing import NDArray
 
 from streaming.atomic import write_atomic
-from streaming.format.index import ShardEntry
+from streaming.errors import UnsafePathError
+from streaming.format.index import ShardEntry, check_basename
 from streaming.format.shard_files import RAW, ShardFiles
 
-__all__ = ["TABLE_MIN_SHARDS", "TABLE_SUFFIX", "ShardTable", "index_key", "load_table",
-           "save_table"]
+__all__ = ["TABLE_MIN_SHARDS", "TABLE_SUFFIX", "ShardTable", "check_table", "index_key",
+           "load_table", "save_table", "table_bytes"]
+
+log = logging.getLogger(__name__)
 
 TABLE_SUFFIX = ".table"  # the table of `<dir>/index.json` is `<dir>/index.json.table`
 # Smaller indexes are not worth a file of their own: parsing them takes a few milliseconds (and
@@ -167,8 +177,8 @@ class ShardTable:
 _ARRAYS = [f.name for f in fields(ShardTable) if f.name not in ("key", "formats")]
 
 
-def save_table(path: str, table: ShardTable) -> None:
-    """Write the table atomically (a reader sees the old file, the new one or none)."""
+def table_bytes(table: ShardTable) -> list[bytes]:
+    """The table's file content, in parts (what `save_table` writes and a writer publishes)."""
     header: dict[str, object] = {"key": table.key, "formats": list(table.formats), "arrays": {}}
     chunks: list[bytes] = []
     offset = 0
@@ -181,7 +191,57 @@ def save_table(path: str, table: ShardTable) -> None:
         offset += len(data) + pad
     head = json.dumps(header).encode()
     head += b" " * (-(len(head) + _HEAD.size) % _ALIGN)
-    write_atomic(path, [_HEAD.pack(_MAGIC, len(head)), head, *chunks])
+    return [_HEAD.pack(_MAGIC, len(head)), head, *chunks]
+
+
+def save_table(path: str, table: ShardTable) -> None:
+    """Write the table atomically (a reader sees the old file, the new one or none)."""
+    write_atomic(path, table_bytes(table))
+
+
+def check_table(table: ShardTable) -> None:
+    """Refuse a table whose arrays do not fit together or whose file names leave the dataset
+    directory: a table may come from a remote (its writer's), so it is input like any other.
+
+    Vectorised: only names with a suspicious character go through `check_basename`.
+
+    Raises:
+        ValueError: the first inconsistency found.
+        UnsafePathError: a file name that would resolve outside the dataset directory.
+    """
+    n, blob = len(table.samples), len(table.entry_blob)
+    per_shard = (table.format_code, table.raw_bytes, table.zip_bytes, table.compressed,
+                 table.unsafe)
+    if any(len(a) != n for a in per_shard) or len(table.entry_offsets) != n + 1:
+        raise ValueError("per-shard arrays of different lengths")
+    offsets = table.entry_offsets
+    if n and (offsets[0] != 0 or offsets[-1] != blob or np.any(np.diff(offsets) <= 0)):
+        raise ValueError("entry offsets out of order or outside the entries")
+    if np.any(table.samples < 0) or np.any(table.raw_bytes < 0) or np.any(table.zip_bytes < -1):
+        raise ValueError("negative sample or byte counts")
+    if n and int(table.format_code.max()) >= len(table.formats):
+        raise ValueError("a format code with no format")
+    f = len(table.file_names)
+    if len(table.file_shard) != f or len(table.file_form) != f:
+        raise ValueError("per-file arrays of different lengths")
+    if f and (int(table.file_shard.min()) < 0 or int(table.file_shard.max()) >= n
+              or int(table.file_form.max()) > 1):
+        raise ValueError("a file of no shard, or of no form")
+    names = table.file_names
+    if not f:
+        return
+    # A NUL inside a name: fixed-width bytes pad with NULs, so a row with a zero byte before
+    # its last non-zero byte (numpy's string functions cannot see it).
+    rows = np.ascontiguousarray(names).view(np.uint8).reshape(f, names.dtype.itemsize)
+    nonzero = rows != 0
+    last = rows.shape[1] - np.argmax(nonzero[:, ::-1], axis=1)
+    if np.any(nonzero.sum(axis=1) != last):
+        raise ValueError("a NUL byte or an empty name among the file names")
+    suspicious = np.char.startswith(names, b"/")
+    for mark in (b"..", b"\\", b":"):
+        suspicious |= np.char.find(names, mark) >= 0
+    for name in names[suspicious].tolist():
+        check_basename(name.decode("utf-8", "replace"))
 
 
 def load_table(path: str, key: str) -> ShardTable | None:
@@ -207,6 +267,11 @@ def load_table(path: str, key: str) -> ShardTable | None:
         for name in _ARRAYS:
             dtype, count, offset = header["arrays"][name]
             arrays[name] = np.frombuffer(view, np.dtype(dtype), count, base + offset)
-        return ShardTable(key=key, formats=tuple(header["formats"]), **arrays)
+        table = ShardTable(key=key, formats=tuple(header["formats"]), **arrays)
+        check_table(table)
+        return table
+    except UnsafePathError as err:
+        log.warning("Ignoring the shard table %s: %s", path, err)
+        return None
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None

@@ -26,6 +26,8 @@ import numpy as np
 from streaming.format.compression import compress, get_compression_extension, is_compression
 from streaming.format.fileio import write_atomic
 from streaming.format.index import dump_index, get_index_basename
+from streaming.format.shard_readers import index_table
+from streaming.format.shard_table import TABLE_SUFFIX, table_bytes
 from streaming.hashing import get_hash, is_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
@@ -255,8 +257,12 @@ class Writer(ABC):
         """
         if self._sizes:
             raise RuntimeError("Internal error: not all samples have been written.")
+        text = dump_index(self.shards).encode("utf-8")
+        table = index_table(text)  # big indexes: their binary table first (see shard_table)
+        if table is not None:
+            self._put_file(get_index_basename() + TABLE_SUFFIX, table_bytes(table))
         self.cloud_writer.wait()  # never publish an index that points at a shard in flight
-        self._put_file(get_index_basename(), [dump_index(self.shards).encode("utf-8")])
+        self._put_file(get_index_basename(), [text])
 
     def finish(self) -> None:
         """Flush the last shard, write index.json, wait for transfers, clean a temp local dir.

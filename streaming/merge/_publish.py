@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.format.fileio import write_atomic
 from streaming.format.index import get_index_basename
+from streaming.format.shard_readers import index_table
+from streaming.format.shard_table import TABLE_SUFFIX, table_bytes
 from streaming.merge._locate import _open_store
 from streaming.storage import push
 
@@ -27,10 +29,17 @@ def _publish(shards: list[dict[str, Any]], local: str | None, remote: str | None
     directory = local if local is not None else temp_root
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, get_index_basename())
+    table = index_table(text)  # big indexes: their binary table first (see shard_table)
+    if table is not None:
+        write_atomic(path + TABLE_SUFFIX, table_bytes(table))
+    elif os.path.exists(path + TABLE_SUFFIX):  # an earlier, bigger merge's (never matches)
+        os.remove(path + TABLE_SUFFIX)
     write_atomic(path, [text])
     if remote is not None:
-
-        push(_open_store(remote), path, get_index_basename())
+        store = _open_store(remote)
+        if table is not None:
+            push(store, path + TABLE_SUFFIX, get_index_basename() + TABLE_SUFFIX)
+        push(store, path, get_index_basename())
         report.remote_index = f"{remote}/{get_index_basename()}"
     if local is not None and (keep_local or remote is None):
         report.index_path = path
