@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import logging
 import math
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -138,7 +139,9 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         self._resolution: Resolution = self.config.order.start()
         self.streams = build_streams(streams, self.config)
         Stream.validate_weights(self.streams)
+        loading = time.perf_counter()
         self._catalog = load_catalog(self.streams, self._unique_world, self.allow_unsafe_types)
+        loading = time.perf_counter() - loading
         if self.config.bytes_as_views:
             self._catalog.shards.set_bytes_as_views(True)
         check_limit(self.config.cache_limit, self.streams, self._catalog)
@@ -147,6 +150,9 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         self._namespace, self._cache, self._plan_board = node.namespace, node.cache, node.plan_board
         self._next_epoch, self._resume_page = node.next_epoch, node.resume_page
         self._epoch_barrier = node.epoch_barrier
+        self._cache.count_as_main(self._unique_world.rank_of_node)
+        self._cache.counters.add_many({"index_load_seconds": loading,
+                                       "index_loads": len(self.streams)})
 
     # ------------------------------------------------------------------------- construction
 
@@ -223,15 +229,21 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
 
     def _read(self, shard_id: int, index: int, retry: int = 7) -> Any:
         cause = ""  # the message only: a kept exception would tie this frame into a cycle
+        waited = 0.0
         for attempt in range(1 + retry):
             try:
                 sample = self.shards[shard_id].get_item(index)
                 self._cache.touch(shard_id)
+                if attempt:  # the shard was not local: the caller waited for it
+                    self._cache.counters.add_many({"shard_waits": 1,
+                                                   "shard_wait_seconds": waited})
                 return sample
             except FileNotFoundError as err:
                 cause = str(err)
             self.shards[shard_id].close()
+            start = time.perf_counter()
             self._cache.prepare(shard_id, blocking=True, force=attempt > 0)
+            waited += time.perf_counter() - start
         hint = ("This may be due to thrashing caused by `cache_limit` being set too low."
                 if self.cache_limit else "Check if the shard file exists in your remote location "
                 "or have you deleted the shard file from the local directory?")
@@ -307,7 +319,10 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         generation = self._epoch_barrier.wait(unique.workers_per_node)
         if unique.is_local_leader:
             self.next_epoch = epoch + 1
+            planning = time.perf_counter()
             plan = self._plan_epoch(parallel, epoch, offset)
+            self._cache.counters.add_many({"plans": 1,
+                                           "plan_seconds": time.perf_counter() - planning})
             self._plan_board.publish(plan if self.replication else plan[parallel.node])
         plan = self._plan_board.read(min_generation=generation)
         node_plan = plan[parallel.node] if self.replication else plan
@@ -324,6 +339,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
     def _epoch_reads(self) -> tuple[np.ndarray, EpochReads]:
         """Begin an epoch in this worker: its sample ids and how it reads them."""
         unique = self._unique_world.detect_workers()
+        self._cache.count_as_worker(unique.worker_of_node)
         parallel = (unique.replicate(self.replication) if self.replication
                     else unique.copy())
         sample_ids = self._begin_epoch(unique, parallel)

@@ -25,6 +25,12 @@ class CacheControls:
     _cache: NodeCache
     streams: list[Stream]
 
+    def metrics(self) -> dict[str, Any]:
+        """Where the time goes, summed over every process of this node that reads this
+        dataset (its DataLoader workers and the other ranks): a plain dict of counters, seconds
+        and bytes with a few rates; keys and units in `docs/metrics.md`."""
+        return self._cache.metrics_snapshot()
+
     @property
     def egress(self) -> dict[str, Any]:
         """Bytes and seconds this node spent downloading shards (network egress)."""

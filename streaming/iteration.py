@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ import numpy as np
 
 from streaming.batch_columns import BatchParts
 from streaming.errors import StreamingError
+from streaming.metrics.counters import column
 from streaming.prefetch import CHUNK, Prefetcher, first_uses
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "first_uses", "iterate_batches",
            "iterate_epoch", "runs"]
 
+_SAMPLES = column("samples")
 MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
 _MAX_STEP = 1024  # a bulk read reports progress to the prefetcher at least this often
 
@@ -90,10 +93,15 @@ class EpochReads:
         self.get_item = get_item
         reading = cache.reading_slot(slot)
         self.enter, self.leave, self.stamp = reading.enter, reading.leave, reading.stamp
+        self.counters = cache.counters  # this worker's row of the node's runtime counters
 
     def prepare(self, shard: int) -> None:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
         self.cache.prepare(shard, blocking=False)
+
+    def count_fetches(self, count: int) -> None:
+        """The prefetcher's concurrency, kept as the counters' level (the largest seen)."""
+        self.counters.raise_to("prefetch_concurrency", count)
 
     def fetched_bytes(self) -> int:
         """Bytes the node fetched so far (what the prefetcher's sizer measures)."""
@@ -143,12 +151,14 @@ def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.n
                 shard_ids: np.ndarray, indices: np.ndarray) -> Iterator[Any]:
     """Yield one chunk's samples: bulk runs when they are long on average, else one by one."""
     starts, ends = runs(shard_ids, indices)
+    counters = reads.counters
     if reads.get_item is None and len(starts) * MIN_RUN <= len(ids):
         step = max(MIN_RUN, min(_MAX_STEP, prefetcher.window // 4))
         for start, end, shard, index in zip(starts.tolist(), ends.tolist(),
                                             shard_ids[starts].tolist(), indices[starts].tolist()):
             reads.enter(shard, begin + start)
             if end - start < MIN_RUN:
+                counters.add_at(_SAMPLES, end - start)
                 prefetcher.consumed = begin + start
                 for offset in range(end - start):
                     yield reads.read_one(shard, index + offset)
@@ -156,6 +166,7 @@ def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.n
             for sub in range(0, end - start, step):  # progress reports keep prefetch ahead
                 prefetcher.consumed = begin + start + sub
                 lo, hi = index + sub, index + min(sub + step, end - start)
+                counters.add_at(_SAMPLES, hi - lo)
                 try:  # around `yield from`: no frame per sample is added
                     yield from reads.read_run(shard, lo, hi)
                 except StreamingError:  # ours (a hash mismatch, a bad shard) say it already
@@ -163,6 +174,7 @@ def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.n
                 except (ValueError, struct.error) as err:  # a bulk decoder's own error
                     raise reads.readers[shard].undecodable_run(lo, hi, err) from err
         return
+    counters.add_at(_SAMPLES, len(ids))  # one by one: counted once for the chunk
     current = -1
     read_one, get_item = reads.read_one, reads.get_item
     for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
@@ -182,7 +194,8 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
         reads: how this worker reads samples and keeps the node cache informed.
         predownload: how many samples ahead of the consumer the prefetcher may work.
     """
-    prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes)
+    prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes,
+                            on_count=reads.count_fetches)
     prefetcher.start()
     try:
         for begin in range(0, len(sample_ids), CHUNK):
@@ -205,7 +218,8 @@ def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,
     batch is read shard by shard: a shard that gives columns has its samples gathered straight
     from its bytes (one copy per column); others are read one sample at a time.
     """
-    prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes)
+    prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes,
+                            on_count=reads.count_fetches)
     prefetcher.start()
     try:
         total = len(sample_ids)
@@ -217,7 +231,12 @@ def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,
             shard_ids, indices = reads.locate(ids)
             reads.stamp(shard_ids)
             prefetcher.consumed = begin
-            yield _read_batch(reads, begin, ids, shard_ids, indices)
+            decoding = time.perf_counter()
+            batch = _read_batch(reads, begin, ids, shard_ids, indices)
+            reads.counters.add_many({"decode_seconds": time.perf_counter() - decoding,
+                                     "decoded_samples": len(ids), "samples": len(ids),
+                                     "batches": 1})
+            yield batch
             touched.append(shard_ids)
             if begin + batch_size - checked >= CHUNK:  # one stat per shard per chunk, as above
                 reads.restore_missing(np.concatenate(touched))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import inspect
 import os
+import time
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from torch import Tensor
@@ -20,6 +21,7 @@ from torch.utils.data import DataLoader, get_worker_info
 from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns, collate_samples
 from streaming.dataset import StreamingDataset
+from streaming.metrics.report import reporter_from
 from streaming.order.world import World
 
 __all__ = ["StreamingDataLoader"]
@@ -96,6 +98,18 @@ class _BatchedWorkers:
             self.user(worker_id)
 
 
+def _metrics_of(dataset: weakref.ref[Any]) -> Callable[[], dict[str, Any]]:
+    """A snapshot source that does not keep the dataset alive."""
+
+    def read() -> dict[str, Any]:
+        alive = dataset()
+        if alive is None:
+            raise RuntimeError("the dataset was closed")
+        return dict(alive.metrics())
+
+    return read
+
+
 class StreamingDataLoader(DataLoader):
     """A DataLoader whose `state_dict()` lets a `StreamingDataset` resume mid-epoch.
 
@@ -109,7 +123,9 @@ class StreamingDataLoader(DataLoader):
     samples as always.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, metrics_path: str | None = None,
+                 metrics_interval: float | None = None,
+                 metrics_log_interval: float | None = None, **kwargs: Any) -> None:
         bound = _DATALOADER.bind(None, *args, **kwargs)
         batching = _batched_path(bound.arguments)
         if batching is None:
@@ -135,6 +151,19 @@ class StreamingDataLoader(DataLoader):
         if dataset is not None and isinstance(self.batch_size, int):
             dataset.adopt_batch_size(self.batch_size)  # only if it was built without one
         self._warn_on_batch_size_mismatch()
+        self._reporter = None if dataset is None else reporter_from(
+            _metrics_of(weakref.ref(dataset)), metrics_path, metrics_interval,
+            metrics_log_interval)
+
+    def metrics(self) -> dict[str, Any]:
+        """Where the time goes, summed over this node's processes (`docs/metrics.md`): the
+        dataset's counters plus this loader's wait for batches against the time between them
+        (`stall_percent`)."""
+        dataset = self._streaming_dataset()
+        if dataset is None:
+            raise TypeError("metrics() needs a StreamingDataset; this loader reads a "
+                            f"{type(self.dataset).__name__}.")
+        return dict(dataset.metrics())
 
     def _streaming_dataset(self) -> Any | None:
 
@@ -170,11 +199,24 @@ class StreamingDataLoader(DataLoader):
             batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
         ring = self._ring
-        for batch in batches:
+        counters = dataset._cache.counters if dataset is not None else None
+        if self._reporter is not None:
+            self._reporter.start()
+        pending = iter(batches)
+        while True:
+            asked = time.perf_counter()
+            try:
+                batch = next(pending)
+            except StopIteration:
+                break
             if type(batch) is RingBatch:  # copied out at once: its slot is free again
                 batch = ring.take(batch)
             self.num_samples_yielded += batch_length(batch)
+            handed = time.perf_counter()
             yield batch
+            if counters is not None:  # waited for this batch; then away for `step`
+                counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked,
+                                   "loader_step_seconds": time.perf_counter() - handed})
 
     def state_dict(self) -> dict[str, Any] | None:
         """The dataset's checkpoint for the samples yielded so far by every rank, or None."""
@@ -208,6 +250,9 @@ class StreamingDataLoader(DataLoader):
         ring = getattr(self, "_ring", None)
         if ring is not None:
             ring.close()
+        reporter = getattr(self, "_reporter", None)
+        if reporter is not None:
+            reporter.stop()
 
     def __enter__(self) -> StreamingDataLoader:
         return self

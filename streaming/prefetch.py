@@ -148,16 +148,19 @@ class Prefetcher:
         fetched_bytes: the node's egress counter, read to measure the rate.
         sizer: the concurrency policy (default: a `LinkSizer` from one fetch at a time up to
             `max_fetches()`).
+        on_count: told each count the sizer moves to (the runtime counters' level).
     """
 
     def __init__(self, sample_ids: np.ndarray, reads: EpochReads, window: int,
                  fetched_bytes: Callable[[], int] | None = None,
-                 sizer: LinkSizer | None = None) -> None:
+                 sizer: LinkSizer | None = None,
+                 on_count: Callable[[int], None] | None = None) -> None:
         self.sample_ids, self.reads, self.window = sample_ids, reads, max(int(window), 1)
         self.consumed = 0  # written by the consumer, read here; a plain int is atomic enough
         self.stop = threading.Event()
         self.sizer = sizer or LinkSizer(most=max_fetches())
         self._fetched_bytes = fetched_bytes or (lambda: 0)
+        self._on_count = on_count or (lambda count: None)
         # A generator of module level: a method's would hold `self`, a cycle that keeps the
         # dataset alive after its last reference is dropped (until a garbage collection).
         self._order = _first_use_order(sample_ids, reads.locate, len(reads.readers))
@@ -178,6 +181,8 @@ class Prefetcher:
 
     def _spawn(self, count: int) -> None:
         """Start threads up to `count` (called with `_lock` held)."""
+        if count > len(self.threads):
+            self._on_count(count)
         while len(self.threads) < count and not self.stop.is_set():
             thread = threading.Thread(target=self._run, args=(len(self.threads),),
                                       name="shardstream-prefetch", daemon=True)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from streaming import iteration
 from streaming.cache.node_cache import ReadingSlot
 from streaming.iteration import EpochReads, drop_padding, first_uses, iterate_epoch, runs
+from streaming.metrics.counters import COLUMNS, Counters
 from streaming.spanner import Spanner
 
 
@@ -59,6 +60,7 @@ class FakeCache:
         self.access_times = FakeArray(np.zeros(num_shards, np.uint64))
         self.prepared: list[int] = []
         self.lock = threading.Lock()
+        self.counters = Counters(np.zeros(len(COLUMNS)))  # the real bookkeeping, private
 
     def prepare(self, shard: int, blocking: bool = True) -> bool:
         assert not blocking

@@ -27,7 +27,9 @@ from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_fi
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
+from streaming.metrics.counters import COLUMNS, MAIN_ROWS, Counters, snapshot
 from streaming.order.next_use import NEVER, UseSchedule
+from streaming.storage.urls import scheme_of
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
@@ -92,10 +94,59 @@ class NodeCache:
         if policy not in ("future", "lru"):
             raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
         self.future_aware = policy == "future"
+        # The node's runtime counters (`streaming.metrics`): a row per process, summed on read.
+        self.metrics = namespace.array("metrics", np.float64,
+                                       (IN_USE_SLOTS + MAIN_ROWS, len(COLUMNS)))
+        self._schemes = [scheme_of(src.store.url) if src.store is not None else ""
+                         for src in built]
+        self._row = IN_USE_SLOTS  # a main process's row until `count_as` says otherwise
+        self._counters: Counters | None = None
         self._order: tuple[np.ndarray, Locate] | None = None
         self._following: Callable[[], np.ndarray] | None = None
         self._schedule: UseSchedule | None = None
         self._next_schedule: UseSchedule | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_counters"] = None  # a view of shared memory and a lock: made again on use
+        return state
+
+    # ------------------------------------------------------------------------------- metrics
+
+    @property
+    def counters(self) -> Counters:
+        """This process's row of the node's counters."""
+        if self._counters is None:
+            self._counters = Counters(self.metrics.numpy()[self._row])
+        return self._counters
+
+    def count_as(self, row: int) -> None:
+        """Count this process's work in `row` from now on: its reading slot for a worker
+        (`count_as_worker`), `IN_USE_SLOTS + rank of node` for a rank's main process."""
+        if row != self._row:
+            self._row, self._counters = row, None
+
+    def count_as_worker(self, slot: int) -> None:
+        self.count_as(slot % IN_USE_SLOTS)
+
+    def count_as_main(self, rank_of_node: int) -> None:
+        self.count_as(IN_USE_SLOTS + rank_of_node % MAIN_ROWS)
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """The node's counters summed over its processes (`streaming.metrics.snapshot`)."""
+        return snapshot(self.metrics.numpy())
+
+    def _count_prepare(self, shard: int, result: PrepareResult) -> None:
+        counters = self.counters
+        if result.fetches:
+            counters.fetched(self._schemes[int(self.info.stream_ids[shard])],
+                             result.fetched_bytes, result.fetch_seconds, result.fetches,
+                             result.attempts)
+        if result.decompressed_bytes or result.hashed_bytes:
+            counters.add_many({"decompress_seconds": result.decompress_seconds,
+                               "decompressed_bytes": result.decompressed_bytes,
+                               "hash_seconds": result.hash_seconds,
+                               "hashed_bytes": result.hashed_bytes})
 
     # ------------------------------------------------------------------------------- start-up
 
@@ -180,12 +231,15 @@ class NodeCache:
         try:
             result: PrepareResult = prepare_shard_files(source, files)
         except BaseException as err:
+            if isinstance(err, Exception):
+                self.counters.fetch_failed(self._schemes[int(self.info.stream_ids[shard])])
             if reserved:
                 self._add_usage(-reserved)
             if isinstance(err, FileNotFoundError) and not isinstance(err, ShardUnavailableError):
                 raise unavailable(shard, files, source, err) from err
             raise
         self.touch(shard)
+        self._count_prepare(shard, result)
         resident = files.resident_bytes()
 
         def account() -> None:  # called with `claims.lock` held
@@ -284,6 +338,7 @@ class NodeCache:
         self.shards[shard].evict()
         self.access_times.numpy()[shard] = _NEVER
         counted = self.counted.numpy()
+        self.counters.add_many({"evictions": 1, "evicted_bytes": int(counted[shard])})
         usage = int(self.usage.get()) - int(counted[shard])
         counted[shard] = 0
         if usage < 0:

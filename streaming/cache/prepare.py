@@ -8,6 +8,7 @@ file appears under its final name only when complete and verified (temp + rename
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +38,20 @@ class ShardSource:
 
 @dataclass
 class PrepareResult:
-    """What preparing a shard moved over the network."""
+    """What preparing a shard did: bytes moved over the network, and where the time went."""
 
     fetched_bytes: int = 0  # bytes moved over the network (egress)
-    fetch_seconds: float = 0.0
+    fetch_seconds: float = 0.0  # downloads, their in-flight digest checks included
+    fetches: int = 0  # files downloaded
+    attempts: int = 0  # download attempts in all (fetches + retries)
+    decompress_seconds: float = 0.0
+    decompressed_bytes: int = 0  # raw bytes produced
+    hash_seconds: float = 0.0  # digest checks of files already on disk
+    hashed_bytes: int = 0
 
     def __iadd__(self, other: PrepareResult) -> PrepareResult:
-        self.fetched_bytes += other.fetched_bytes
-        self.fetch_seconds += other.fetch_seconds
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         return self
 
 
@@ -57,15 +64,18 @@ def check_hash_algo(algo: str, info: FileInfo) -> None:
         )
 
 
-def _verify(path: str, algo: str | None, info: FileInfo, data: bytes | None = None) -> None:
+def _verify(path: str, algo: str | None, info: FileInfo, data: bytes | None = None
+            ) -> PrepareResult:
     if not algo:
-        return
+        return PrepareResult()
     check_hash_algo(algo, info)
+    start = time.perf_counter()
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
     if get_hash(algo, data) != info.hashes[algo]:
         raise HashMismatchError(f"Checksum failure: {path}")
+    return PrepareResult(hash_seconds=time.perf_counter() - start, hashed_bytes=len(data))
 
 
 def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
@@ -82,7 +92,8 @@ def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
     result = fetch(src.store, info.basename, path, retries=src.retries, timeout=src.timeout,
                    hash_algo=algo, expected_hash=info.hashes.get(algo) if algo else None,
                    expected_size=info.bytes)
-    return PrepareResult(fetched_bytes=result.bytes, fetch_seconds=result.seconds)
+    return PrepareResult(fetched_bytes=result.bytes, fetch_seconds=result.seconds, fetches=1,
+                         attempts=result.attempts)
 
 
 def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
@@ -98,7 +109,7 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     if zip_ is None or zip_path is None:
         out += _fetch(src, raw, raw_path)
         if src.validate_hash and src.store is None:
-            _verify(raw_path, src.validate_hash, raw)
+            out += _verify(raw_path, src.validate_hash, raw)
         return out
     fetched_now = not os.path.isfile(zip_path)
     if fetched_now:
@@ -106,8 +117,12 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     with open(zip_path, "rb") as f:
         data = f.read()
     if not fetched_now:  # fetched files were verified in flight
-        _verify(zip_path, src.validate_hash, zip_, data)
-    write_atomic(raw_path, [_decompress(src, files, zip_path, data)])
+        out += _verify(zip_path, src.validate_hash, zip_, data)
+    start = time.perf_counter()
+    raw_data = _decompress(src, files, zip_path, data)
+    out += PrepareResult(decompress_seconds=time.perf_counter() - start,
+                         decompressed_bytes=len(raw_data))
+    write_atomic(raw_path, [raw_data])
     if not src.keep_zip:
         os.remove(zip_path)
     return out

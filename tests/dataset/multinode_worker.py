@@ -35,10 +35,11 @@ def main() -> None:
         if job.get("take") and len(batches) == job["take"]:
             break
     state = loader.state_dict()
+    loader.close()  # workers gone: every process of the node has counted what it did
     dist.barrier()
     with open(out, "w") as f:
         json.dump({"rank": dist.get_rank(), "batches": batches, "state": state,
-                   "egress": dataset.egress}, f)
+                   "egress": dataset.egress, "metrics": dataset.metrics()}, f)
     dist.destroy_process_group()
 
 

@@ -84,6 +84,15 @@ def test_every_sample_once_and_same_order_as_one_process(remote, tmp_path) -> No
                         if f.endswith(".mds"))
     fetched = sum(r["egress"]["bytes"] for r in reports if r["rank"] % 2 == 0)
     assert fetched <= 1.5 * dataset_bytes
+    # Runtime metrics add up over a node's ranks and their workers: each rank reads the
+    # node's total, which is what the node's two ranks yielded.
+    for node in range(2):
+        ranks = [r for r in reports if r["rank"] // 2 == node]
+        seen_here = sum(len(b) for r in ranks for b in r["batches"])
+        for r in ranks:
+            assert r["metrics"]["samples"] == seen_here
+            assert r["metrics"]["loader_batches"] == sum(len(x["batches"]) for x in ranks)
+            assert r["metrics"]["fetch_bytes"] == r["egress"]["bytes"]
 
 
 def test_elastic_resume_2x2_then_1x4_then_4x1(remote, tmp_path) -> None:
