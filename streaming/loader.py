@@ -110,6 +110,32 @@ def _metrics_of(dataset: weakref.ref[Any]) -> Callable[[], dict[str, Any]]:
     return read
 
 
+def _received(batches: Iterator[Any], ring: RingReader) -> Iterator[Any]:
+    """The loader's batches, those sent through a worker's ring copied out at once (which
+    frees their slot)."""
+    for batch in batches:
+        yield ring.take(batch) if type(batch) is RingBatch else batch
+
+
+def _headspace(batches: Iterator[Any], keep: int, total: int | None,
+               stop_workers: Callable[[], None]) -> Iterator[Any]:
+    """The first `keep` batches for real, then the same batches again from memory until the
+    epoch's `total` (forever when unknown): the loop then runs as if loading were free."""
+    kept = []
+    for batch in batches:
+        kept.append(batch)
+        yield batch
+        if len(kept) == keep:
+            break
+    if len(kept) < keep or not kept:  # a shorter epoch: nothing to replay beyond it
+        return
+    stop_workers()  # the replay needs no loading: free the cores for the step
+    served = len(kept)
+    while total is None or served < total:
+        yield kept[served % len(kept)]
+        served += 1
+
+
 class StreamingDataLoader(DataLoader):
     """A DataLoader whose `state_dict()` lets a `StreamingDataset` resume mid-epoch.
 
@@ -121,11 +147,25 @@ class StreamingDataLoader(DataLoader):
     True); where that path does not apply, samples are collated column-wise
     (`streaming.collate.collate_samples`). A `collate_fn` of your own is used as given, on
     samples as always.
+
+    Beyond DataLoader's arguments: `metrics_path` appends the runtime metrics (`metrics()`)
+    as a JSON line every `metrics_interval` seconds (default 10) and once at the end;
+    `metrics_log_interval` logs a one-line summary that often; `STREAMING_METRICS_PATH`,
+    `STREAMING_METRICS_INTERVAL` and `STREAMING_METRICS_LOG` set the same (see
+    `docs/metrics.md`). `headspace=N` loads the first N batches, then stops the workers and
+    serves those N again from memory for the rest of the epoch: the loop then runs at the
+    upper bound of the training step with loading made free. Not for training: the replayed
+    batches repeat, and checkpoints of such an epoch do not describe real progress.
     """
 
     def __init__(self, *args: Any, metrics_path: str | None = None,
                  metrics_interval: float | None = None,
-                 metrics_log_interval: float | None = None, **kwargs: Any) -> None:
+                 metrics_log_interval: float | None = None, headspace: int | None = None,
+                 **kwargs: Any) -> None:
+        if headspace is not None and (type(headspace) is not int or headspace < 1):
+            raise ValueError(f"headspace must be a positive number of batches, got "
+                             f"{headspace!r}")
+        self.headspace = headspace
         bound = _DATALOADER.bind(None, *args, **kwargs)
         batching = _batched_path(bound.arguments)
         if batching is None:
@@ -198,25 +238,30 @@ class StreamingDataLoader(DataLoader):
         else:
             batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
-        ring = self._ring
         counters = dataset._cache.counters if dataset is not None else None
         if self._reporter is not None:
             self._reporter.start()
-        pending = iter(batches)
+        pending = _received(batches, self._ring)
+        if self.headspace:
+            pending = _headspace(pending, self.headspace, self._epoch_batches(), self.close)
         while True:
             asked = time.perf_counter()
             try:
                 batch = next(pending)
             except StopIteration:
                 break
-            if type(batch) is RingBatch:  # copied out at once: its slot is free again
-                batch = ring.take(batch)
             self.num_samples_yielded += batch_length(batch)
             handed = time.perf_counter()
             yield batch
             if counters is not None:  # waited for this batch; then away for `step`
                 counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked,
                                    "loader_step_seconds": time.perf_counter() - handed})
+
+    def _epoch_batches(self) -> int | None:
+        try:
+            return len(self)
+        except TypeError:
+            return None
 
     def state_dict(self) -> dict[str, Any] | None:
         """The dataset's checkpoint for the samples yielded so far by every rank, or None."""

@@ -26,17 +26,19 @@ ALLOWED: dict[str, set[str]] = {
     "storage": LEAVES,
     "coord": LEAVES,
     "format": LEAVES | {"array", "storage"},
-    "cache": LEAVES | {"coord", "format", "storage", "order"},
+    "cache": LEAVES | {"coord", "format", "storage", "order", "metrics"},
+    "metrics": LEAVES,
     "array": LEAVES,
     "spanner": LEAVES,
     "plugins": LEAVES,
-    **{part: LEAVES | {"order", "storage", "coord", "format", "cache", "array", "spanner"} | PARTS
-       for part in PARTS},
+    **{part: LEAVES | {"order", "storage", "coord", "format", "cache", "array", "spanner",
+                       "metrics"} | PARTS for part in PARTS},
     **{mod: LEAVES | {"order", "storage", "coord", "format", "cache", "array", "spanner",
-                      "plugins"} | PARTS | COMPOSITION for mod in COMPOSITION},
+                      "plugins", "metrics"} | PARTS | COMPOSITION for mod in COMPOSITION},
     "merge": LEAVES | {"format", "storage"},
     "convert": LEAVES | {"format", "storage", "merge", "cache"},
-    "cli": LEAVES | {"order", "storage", "coord", "format", "cache", "merge", "convert", "cli"}
+    "cli": LEAVES | {"order", "storage", "coord", "format", "cache", "merge", "convert", "cli",
+                     "metrics"}
     | PARTS | COMPOSITION,
     "__main__": {"cli"},
     "streaming": {"_version"} | COMPOSITION | {"format"},  # the package's lazy public names

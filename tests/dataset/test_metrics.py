@@ -137,3 +137,19 @@ def test_an_unwritable_metrics_path_never_stops_training(remote, tmp_path, caplo
     warnings = [r for r in caplog.records if "Could not write metrics" in r.getMessage()]
     assert len(warnings) == 1  # said once, not once per interval
     dataset.close()
+
+
+def test_headspace_replays_the_first_batches_from_memory(remote, tmp_path):
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), batch_size=BATCH)
+    loader = StreamingDataLoader(dataset, batch_size=BATCH, num_workers=2, headspace=3)
+    batches = [b["id"].tolist() for b in loader]
+    assert len(batches) == len(loader) == N // BATCH  # a whole epoch's worth of batches
+    assert all(batches[i] == batches[i % 3] for i in range(len(batches)))
+    assert len({i for b in batches for i in b}) == 3 * BATCH
+    m = loader.metrics()
+    assert m["samples"] < N  # the workers were stopped: the rest never loaded
+    assert m["loader_batches"] == N // BATCH
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="headspace"):
+            StreamingDataLoader(dataset, batch_size=BATCH, headspace=bad)
+    dataset.close()
