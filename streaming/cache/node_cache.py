@@ -99,6 +99,7 @@ class NodeCache:
                                        (IN_USE_SLOTS + MAIN_ROWS, len(COLUMNS)))
         self._schemes = [scheme_of(src.store.url) if src.store is not None else ""
                          for src in built]
+        self.fetched_once = namespace.array("fetched_once", np.uint8, n, fill=0)
         self._row = IN_USE_SLOTS  # a main process's row until `count_as` says otherwise
         self._counters: Counters | None = None
         self._order: tuple[np.ndarray, Locate] | None = None
@@ -139,6 +140,10 @@ class NodeCache:
     def _count_prepare(self, shard: int, result: PrepareResult) -> None:
         counters = self.counters
         if result.fetches:
+            seen = self.fetched_once.numpy()
+            if seen[shard]:
+                counters.add("refetches")
+            seen[shard] = 1
             counters.fetched(self._schemes[int(self.info.stream_ids[shard])],
                              result.fetched_bytes, result.fetch_seconds, result.fetches,
                              result.attempts)

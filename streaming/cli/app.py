@@ -6,7 +6,12 @@ import click
 
 from streaming._version import __version__
 from streaming.cli.read_commands import head_command, inspect_command, validate_command
-from streaming.cli.tool_commands import bench_command, clean_command, plan_command
+from streaming.cli.tool_commands import (
+    bench_command,
+    clean_command,
+    doctor_command,
+    plan_command,
+)
 from streaming.cli.write_commands import convert_command, merge_index_command
 
 __all__ = ["cli"]
@@ -15,12 +20,13 @@ __all__ = ["cli"]
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="streaming")
 def cli() -> None:
-    """shardstream: convert data to MDS shards and look at datasets.
+    """shardstream: convert data to MDS shards, look at datasets, diagnose a loader.
 
     DATASET and OUT arguments are local directories or URLs (s3://, gs://, file://, ...).
     Every command takes --help and --json."""
 
 
 for command in (convert_command, inspect_command, validate_command, head_command,
-                merge_index_command, bench_command, plan_command, clean_command):
+                merge_index_command, bench_command, doctor_command, plan_command,
+                clean_command):
     cli.add_command(command)

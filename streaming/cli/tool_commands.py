@@ -1,5 +1,6 @@
-"""Debugging and maintenance commands: `bench` (read throughput), `plan` (who reads which
-samples), `clean` (stale shared memory and temp files of dead processes).
+"""Debugging and maintenance commands: `bench` (read throughput), `doctor` (where a loader's
+time goes, and what to change), `plan` (who reads which samples), `clean` (stale shared memory
+and temp files of dead processes).
 
 Each command imports what it runs inside its function: `streaming --help` and every other command
 then start without loading torch, Spark, Arrow or the storage SDKs they do not use.
@@ -13,7 +14,7 @@ import click
 
 from streaming.cli.output import emit, fail, human_bytes, json_option
 
-__all__ = ["bench_command", "clean_command", "plan_command"]
+__all__ = ["bench_command", "clean_command", "doctor_command", "plan_command"]
 
 
 def _render_bench(data: dict[str, Any]) -> str:
@@ -43,6 +44,44 @@ def bench_command(dataset: str, split: str | None, workers: int, limit: int | No
     except (OSError, ValueError) as err:
         fail(str(err))
     emit(result, as_json, _render_bench)
+
+
+@click.command("doctor")
+@click.argument("dataset")
+@click.option("--local", default=None, help="Cache directory for a remote DATASET (default: a "
+              "temporary one, removed afterwards). A local DATASET is read in place.")
+@click.option("--split", default=None, help="Split subdirectory of DATASET.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="DataLoader workers.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--batches", type=click.IntRange(min=1), default=200, show_default=True,
+              help="How many batches the slice reads.")
+@click.option("--shuffle/--no-shuffle", default=False, show_default=True)
+@click.option("--predownload", type=click.IntRange(min=1), default=None)
+@click.option("--cache-limit", default=None, help="As StreamingDataset's, e.g. 10gb.")
+@click.option("--cpus", type=click.IntRange(min=1), default=None,
+              help="CPUs the loader may use (default: all this process may run on).")
+@click.option("--plot", "plot_path", default=None, help="Also draw a timeline and per-stage "
+              "bars into this image (needs matplotlib: pip install 'shardstream[plot]').")
+@json_option
+def doctor_command(dataset: str, local: str | None, split: str | None, workers: int,
+                   batch_size: int, batches: int, shuffle: bool, predownload: int | None,
+                   cache_limit: str | None, cpus: int | None, plot_path: str | None,
+                   as_json: bool) -> None:
+    """Read a slice of an epoch of DATASET and say where the time goes: waiting for the
+    network, decoding, too few workers, cache thrashing, shard sizes; with the settings to
+    try."""
+    from streaming.cli.doctor import plot_report, render_report, run_doctor
+
+    try:
+        report = run_doctor(dataset, local=local, split=split, workers=workers,
+                            batch_size=batch_size, batches=batches, shuffle=shuffle,
+                            predownload=predownload, cache_limit=cache_limit, cpus=cpus)
+        if plot_path:
+            plot_report(report, plot_path)
+    except (OSError, ValueError, ImportError, RuntimeError) as err:
+        fail(str(err))
+    emit(report, as_json, render_report)
 
 
 def _parse_sizes(sizes: str) -> list[int]:

@@ -38,6 +38,7 @@ _STAGES = (
     ("decode_seconds", "s"), ("decoded_samples", "count"),
     ("shard_wait_seconds", "s"), ("shard_waits", "count"),
     ("evictions", "count"), ("evicted_bytes", "bytes"),
+    ("refetches", "count"),  # shards fetched again after an eviction (or a deletion)
     ("samples", "count"), ("batches", "count"),
     ("loader_batches", "count"), ("loader_wait_seconds", "s"), ("loader_step_seconds", "s"),
     ("prefetch_concurrency", "fetches"),  # the largest count any worker's sizer settled on
@@ -149,7 +150,8 @@ def snapshot(table: NDArray[np.float64], now: float | None = None) -> dict[str, 
     out["fetch_bytes_per_second"] = (out["fetch_bytes"] / out["fetch_seconds"]
                                      if out["fetch_seconds"] > 0 else 0.0)
     for name in ("samples", "batches", "loader_batches", "plans", "index_loads", "fetches",
-                 "fetch_retries", "fetch_errors", "shard_waits", "evictions", "decoded_samples",
+                 "fetch_retries", "fetch_errors", "shard_waits", "evictions", "refetches",
+                 "decoded_samples",
                  "prefetch_concurrency"):
         out[name] = int(out[name])
     for name in ("fetch_bytes", "decompressed_bytes", "hashed_bytes", "evicted_bytes"):
