@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streaming.cache.eviction import choose_evictions
+from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
-from streaming.metrics.counters import COLUMNS, MAIN_ROWS, Counters, snapshot
 from streaming.order.next_use import NEVER, UseSchedule
 from streaming.storage.urls import scheme_of
 
@@ -58,7 +58,7 @@ class _ShardInfo:
     has_remote: np.ndarray  # bool: can be fetched again after eviction
 
 
-class NodeCache:
+class NodeCache(NodeMetrics):
     """Prepare, account for and evict shards on behalf of every process of a node."""
 
     def __init__(self, namespace: Namespace, shards: Sequence[Reader],
@@ -83,8 +83,6 @@ class NodeCache:
         # What each shard contributes to `usage`: measured after every preparation and given
         # back whole on eviction, so files deleted behind the cache's back never leak into it.
         self.counted = namespace.array("counted_bytes", np.int64, n, fill=0)
-        self.fetched_bytes = namespace.scalar("fetched_bytes")
-        self.fetch_nanos = namespace.scalar("fetch_nanos")
         self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
         # Shards the user asked to keep resident (`pin`): never evicted while pinned.
         self.pinned = namespace.array("pinned", np.uint8, n, fill=0)
@@ -94,14 +92,10 @@ class NodeCache:
         if policy not in ("future", "lru"):
             raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
         self.future_aware = policy == "future"
-        # The node's runtime counters (`streaming.metrics`): a row per process, summed on read.
-        self.metrics = namespace.array("metrics", np.float64,
-                                       (IN_USE_SLOTS + MAIN_ROWS, len(COLUMNS)))
-        self._schemes = [scheme_of(src.store.url) if src.store is not None else ""
-                         for src in built]
-        self.fetched_once = namespace.array("fetched_once", np.uint8, n, fill=0)
-        self._row = IN_USE_SLOTS  # a main process's row until `count_as` says otherwise
-        self._counters: Counters | None = None
+        # The node's runtime counters (`streaming.metrics`; egress included): a row per process.
+        self._open_metrics(namespace, IN_USE_SLOTS, n,
+                           [scheme_of(src.store.url) if src.store is not None else ""
+                            for src in built])
         self._order: tuple[np.ndarray, Locate] | None = None
         self._following: Callable[[], np.ndarray] | None = None
         self._schedule: UseSchedule | None = None
@@ -111,47 +105,6 @@ class NodeCache:
         state = dict(self.__dict__)
         state["_counters"] = None  # a view of shared memory and a lock: made again on use
         return state
-
-    # ------------------------------------------------------------------------------- metrics
-
-    @property
-    def counters(self) -> Counters:
-        """This process's row of the node's counters."""
-        if self._counters is None:
-            self._counters = Counters(self.metrics.numpy()[self._row])
-        return self._counters
-
-    def count_as(self, row: int) -> None:
-        """Count this process's work in `row` from now on: its reading slot for a worker
-        (`count_as_worker`), `IN_USE_SLOTS + rank of node` for a rank's main process."""
-        if row != self._row:
-            self._row, self._counters = row, None
-
-    def count_as_worker(self, slot: int) -> None:
-        self.count_as(slot % IN_USE_SLOTS)
-
-    def count_as_main(self, rank_of_node: int) -> None:
-        self.count_as(IN_USE_SLOTS + rank_of_node % MAIN_ROWS)
-
-    def metrics_snapshot(self) -> dict[str, Any]:
-        """The node's counters summed over its processes (`streaming.metrics.snapshot`)."""
-        return snapshot(self.metrics.numpy())
-
-    def _count_prepare(self, shard: int, result: PrepareResult) -> None:
-        counters = self.counters
-        if result.fetches:
-            seen = self.fetched_once.numpy()
-            if seen[shard]:
-                counters.add("refetches")
-            seen[shard] = 1
-            counters.fetched(self._schemes[int(self.info.stream_ids[shard])],
-                             result.fetched_bytes, result.fetch_seconds, result.fetches,
-                             result.attempts)
-        if result.decompressed_bytes or result.hashed_bytes:
-            counters.add_many({"decompress_seconds": result.decompress_seconds,
-                               "decompressed_bytes": result.decompressed_bytes,
-                               "hash_seconds": result.hash_seconds,
-                               "hashed_bytes": result.hashed_bytes})
 
     # ------------------------------------------------------------------------------- start-up
 
@@ -224,7 +177,7 @@ class NodeCache:
         needed sooner than this one.
 
         Returns:
-            The usage and egress accounting, for the claims to run under the lock acquisition
+            The usage accounting, for the claims to run under the lock acquisition
             that marks the shard LOCAL (one acquisition per shard instead of two).
         """
         reserved = 0
@@ -244,15 +197,13 @@ class NodeCache:
                 raise unavailable(shard, files, source, err) from err
             raise
         self.touch(shard)
-        self._count_prepare(shard, result)
+        self._count_prepare(shard, int(self.info.stream_ids[shard]), result)
         resident = files.resident_bytes()
 
         def account() -> None:  # called with `claims.lock` held
             counted = self.counted.numpy()
             self.usage.set(self.usage.get() + resident - int(counted[shard]) - reserved)
             counted[shard] = resident
-            self.fetched_bytes.set(self.fetched_bytes.get() + result.fetched_bytes)
-            self.fetch_nanos.set(self.fetch_nanos.get() + int(result.fetch_seconds * 1e9))
 
         return account
 
@@ -408,10 +359,6 @@ class NodeCache:
             self._evict_locked(shard)
         return shard
 
-    def egress(self) -> dict[str, Any]:
-        """Bytes and seconds this node spent fetching shards so far."""
-        return {"bytes": int(self.fetched_bytes.get()),
-                "seconds": int(self.fetch_nanos.get()) / 1e9}
 
 
 class ReadingSlot:

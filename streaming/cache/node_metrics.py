@@ -1,0 +1,89 @@
+"""The node cache's runtime counters: which row a process counts in, and what a preparation
+adds (`streaming.metrics.counters` keeps the table; `NodeCache` mixes this in).
+
+The counters are also the one record of egress: `egress()` and the prefetcher's link sizer read
+the fetch columns, so bytes fetched are counted once, per process, without a lock shared by the
+node.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from streaming.metrics.counters import COLUMNS, MAIN_ROWS, SCHEMES, Counters, column, snapshot
+
+if TYPE_CHECKING:
+    from streaming.cache.prepare import PrepareResult
+    from streaming.coord import Namespace
+    from streaming.coord.array import SharedArray
+
+__all__ = ["NodeMetrics"]
+
+_FETCH_BYTES = [column(f"fetch_{s}_bytes") for s in SCHEMES]
+_FETCH_SECONDS = [column(f"fetch_{s}_seconds") for s in SCHEMES]
+
+
+class NodeMetrics:
+    """A row per process of the node in one shared table; reads sum the rows."""
+
+    metrics: SharedArray
+    fetched_once: SharedArray
+    _slots: int
+    _row: int
+    _counters: Counters | None
+    _schemes: list[str]
+
+    def _open_metrics(self, namespace: Namespace, slots: int, shards: int,
+                      schemes: list[str]) -> None:
+        """`slots` rows for reading workers, then `MAIN_ROWS` for the ranks' main processes;
+        `schemes` is each stream's URL scheme ('' for local data)."""
+        self.metrics = namespace.array("metrics", np.float64, (slots + MAIN_ROWS, len(COLUMNS)))
+        self.fetched_once = namespace.array("fetched_once", np.uint8, shards, fill=0)
+        self._slots, self._row, self._counters = slots, slots, None
+        self._schemes = schemes
+
+    @property
+    def counters(self) -> Counters:
+        """This process's row of the node's counters."""
+        if self._counters is None:
+            self._counters = Counters(self.metrics.numpy()[self._row])
+        return self._counters
+
+    def count_as_worker(self, slot: int) -> None:
+        """Count this process's work in the row of its reading slot from now on."""
+        self._count_as(slot % self._slots)
+
+    def count_as_main(self, rank_of_node: int) -> None:
+        """Count this process's work in the row of its rank's main process from now on."""
+        self._count_as(self._slots + rank_of_node % MAIN_ROWS)
+
+    def _count_as(self, row: int) -> None:
+        if row != self._row:
+            self._row, self._counters = row, None
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """The node's counters summed over its processes (`streaming.metrics.snapshot`)."""
+        return snapshot(self.metrics.numpy())
+
+    def egress(self) -> dict[str, Any]:
+        """Bytes and seconds this node spent fetching shards so far."""
+        table = self.metrics.numpy()
+        return {"bytes": int(table[:, _FETCH_BYTES].sum()),
+                "seconds": float(table[:, _FETCH_SECONDS].sum())}
+
+    def _count_prepare(self, shard: int, stream: int, result: PrepareResult) -> None:
+        counters = self.counters
+        if result.fetches:
+            seen = self.fetched_once.numpy()
+            if seen[shard]:
+                counters.add("refetches")
+            seen[shard] = 1
+            counters.fetched(self._schemes[stream], result.fetched_bytes, result.fetch_seconds,
+                             result.fetches, result.attempts)
+        if result.decompressed_bytes or result.hashed_bytes:
+            counters.add_many({"decompress_seconds": result.decompress_seconds,
+                               "decompressed_bytes": result.decompressed_bytes,
+                               "hash_seconds": result.hash_seconds,
+                               "hashed_bytes": result.hashed_bytes})
