@@ -145,7 +145,8 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
-    from streaming import StreamingDataLoader, StreamingDataset
+    from streaming.dataset import StreamingDataset
+    from streaming.loader import StreamingDataLoader
 
     in_place = local is None and os.path.isdir(dataset)
     with _cache_dir(None if in_place else local) as cache:
