@@ -231,11 +231,12 @@ def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,
             shard_ids, indices = reads.locate(ids)
             reads.stamp(shard_ids)
             prefetcher.consumed = begin
-            decoding = time.perf_counter()
+            counters = reads.counters
+            waited, decoding = counters.value("shard_wait_seconds"), time.perf_counter()
             batch = _read_batch(reads, begin, ids, shard_ids, indices)
-            reads.counters.add_many({"decode_seconds": time.perf_counter() - decoding,
-                                     "decoded_samples": len(ids), "samples": len(ids),
-                                     "batches": 1})
+            waited = counters.value("shard_wait_seconds") - waited  # not decoding: waiting
+            counters.add_many({"decode_seconds": time.perf_counter() - decoding - waited,
+                               "decoded_samples": len(ids), "samples": len(ids), "batches": 1})
             yield batch
             touched.append(shard_ids)
             if begin + batch_size - checked >= CHUNK:  # one stat per shard per chunk, as above

@@ -79,6 +79,10 @@ class Counters:
         if row[_INDEX["started"]] == 0:
             row[_INDEX["started"]] = time.time()
 
+    def value(self, name: str) -> float:
+        """This process's own count of `name` so far (its row, not the node's total)."""
+        return float(self._row[_INDEX[name]])
+
     def add(self, name: str, value: float = 1.0) -> None:
         self.add_at(_INDEX[name], value)
 

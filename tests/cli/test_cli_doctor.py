@@ -103,6 +103,8 @@ def test_a_throttled_network_is_network_bound(tmp_path):
         proxy.stop()
         server.stop()
     assert _verdicts(report)[0] == "network-bound"
+    assert "too few workers" not in _verdicts(report)  # waiting is not counted as decoding
+    assert report["metrics"]["decode_seconds"] < report["metrics"]["shard_wait_seconds"] / 4
     assert report["metrics"]["shard_waits"] >= 1
     assert report["metrics"]["fetch_by_scheme"]["http"]["bytes"] > 0
 
