@@ -105,7 +105,7 @@ def _metrics_of(dataset: weakref.ref[Any]) -> Callable[[], dict[str, Any]]:
         alive = dataset()
         if alive is None:
             raise RuntimeError("the dataset was closed")
-        return dict(alive.metrics())
+        return alive.metrics()
 
     return read
 
@@ -203,7 +203,7 @@ class StreamingDataLoader(DataLoader):
         if dataset is None:
             raise TypeError("metrics() needs a StreamingDataset; this loader reads a "
                             f"{type(self.dataset).__name__}.")
-        return dict(dataset.metrics())
+        return dataset.metrics()
 
     def _streaming_dataset(self) -> Any | None:
 

@@ -147,17 +147,16 @@ class IndexCache:
     def _cached(self) -> LoadedIndex:
         with open(self.path, "rb") as f:
             text = f.read()
-        return self._with_table(LoadedIndex(text, self.path, False))
+        loaded = LoadedIndex(text, self.path, False)
+        return self._with_table(loaded, load_table(self.table_path, loaded.key))
 
-    def _with_table(self, loaded: LoadedIndex, table: ShardTable | None = None) -> LoadedIndex:
-        """The index with its binary table (`table`, else one of exactly this text in the
-        cache), else parsed (so a malformed index fails here, before anything is cached).
+    def _with_table(self, loaded: LoadedIndex, table: ShardTable | None) -> LoadedIndex:
+        """The index with its binary `table`, or parsed when there is none (so a malformed
+        index fails here, before anything is cached).
 
         A table stands for a parse that succeeded when it was built: ours after parsing, or the
         writer's beside the index it wrote. Its entries are still parsed and checked one by one,
         against the table, as their readers are built (`streaming.format.shard_readers`)."""
-        if table is None:
-            table = load_table(self.table_path, loaded.key)
         if table is None:
             _ = loaded.entries
             return loaded
