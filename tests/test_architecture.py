@@ -35,10 +35,11 @@ ALLOWED: dict[str, set[str]] = {
                        "metrics"} | PARTS for part in PARTS},
     **{mod: LEAVES | {"order", "storage", "coord", "format", "cache", "array", "spanner",
                       "plugins", "metrics"} | PARTS | COMPOSITION for mod in COMPOSITION},
+    "simulate": LEAVES | {"order", "cache", "format", "storage", "prefetch"},
     "merge": LEAVES | {"format", "storage"},
     "convert": LEAVES | {"format", "storage", "merge", "cache"},
     "cli": LEAVES | {"order", "storage", "coord", "format", "cache", "merge", "convert", "cli",
-                     "metrics"}
+                     "metrics", "simulate"}
     | PARTS | COMPOSITION,
     "__main__": {"cli"},
     "streaming": {"_version"} | COMPOSITION | {"format"},  # the package's lazy public names

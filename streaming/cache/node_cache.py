@@ -28,7 +28,7 @@ from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_fi
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
-from streaming.order.next_use import NEVER, UseSchedule
+from streaming.order.next_use import NEVER, UseCursor, UseSchedule
 from streaming.storage.urls import scheme_of
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class NodeCache(NodeMetrics):
                             for src in built])
         self._order: tuple[np.ndarray, Locate] | None = None
         self._following: Callable[[], np.ndarray] | None = None
-        self._schedule: UseSchedule | None = None
+        self._schedule: UseCursor | None = None  # this epoch's, kept in place as it advances
         self._next_schedule: UseSchedule | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -243,7 +243,7 @@ class NodeCache(NodeMetrics):
             return None
         node_ids, locate = self._order
         if self._schedule is None:
-            self._schedule = self._build_schedule(node_ids, locate)
+            self._schedule = UseCursor(self._build_schedule(node_ids, locate))
         progress = self.progress.numpy()
         reading = progress[progress >= 0]
         uses = self._schedule.next_use(int(reading.min()) if len(reading) else 0)

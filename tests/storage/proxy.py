@@ -2,8 +2,11 @@
 
 Sits between a store and its real server and, per accepted connection, applies the next queued
 `Fault` (or passes bytes through): refuse the connection, cut it after N response bytes, add
-latency per chunk, throttle to a byte rate, or stall. It only ever connects to the upstream
-address it was given (a loopback server of the test session) and stops with `stop()`.
+latency per chunk, throttle to a byte rate, or stall. A `link` fault stands for a node's network
+link instead: every connection under it shares one byte rate (chunks go out in turn, so
+concurrent transfers split the rate), and each request's first response byte waits `delay`
+seconds after the request. It only ever connects to the upstream address it was given (a
+loopback server of the test session) and stops with `stop()`.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ _CHUNK = 64 * 1024
 class Fault:
     """What to do to one connection's server-to-client bytes."""
 
-    kind: str = "pass"  # pass | refuse | drop | reset | latency | throttle | stall
+    kind: str = "pass"  # pass | refuse | drop | reset | latency | throttle | stall | link
     after_bytes: int = 0  # drop/reset/stall: bytes forwarded before the fault
-    delay: float = 0.0  # latency: seconds per chunk; stall: seconds to hold
-    rate: float = 0.0  # throttle: bytes per second
+    delay: float = 0.0  # latency: seconds per chunk; stall: seconds to hold; link: per request
+    rate: float = 0.0  # throttle: bytes per second (per connection); link: shared by all
 
 
 class FaultProxy:
@@ -43,6 +46,7 @@ class FaultProxy:
         self._sockets: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
+        self._link_free = 0.0  # when the shared link (`link` faults) can send its next chunk
         self._thread = threading.Thread(target=self._accept_loop, daemon=True)
         self._thread.start()
 
@@ -90,14 +94,16 @@ class FaultProxy:
             return
         with self._lock:
             self._sockets += [client, server]
-        up = threading.Thread(target=self._pump, args=(client, server, Fault(), False),
-                              daemon=True)
+        requests = [0.0, False]  # the last request's time, whether its answer has begun
+        up = threading.Thread(target=self._pump, args=(client, server, Fault(), False,
+                                                       requests), daemon=True)
         up.start()
-        self._pump(server, client, fault, True)
+        self._pump(server, client, fault, True, requests)
         for sock in (client, server):
             _close(sock)
 
-    def _pump(self, src: socket.socket, dst: socket.socket, fault: Fault, down: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, fault: Fault, down: bool,
+              requests: list | None = None) -> None:
         sent = 0
         started = time.monotonic()
         try:
@@ -105,6 +111,10 @@ class FaultProxy:
                 data = src.recv(_CHUNK)
                 if not data:
                     break
+                if not down and requests is not None:  # a request (or more of it) went up
+                    requests[0], requests[1] = time.monotonic(), False
+                if fault.kind == "link":
+                    self._pace_link(data, fault, requests)
                 if (fault.kind in ("drop", "reset", "stall")
                         and sent + len(data) > fault.after_bytes):
                     dst.sendall(data[: max(0, fault.after_bytes - sent)])
@@ -138,6 +148,21 @@ class FaultProxy:
         finally:
             _close(dst)
             _close(src)
+
+    def _pace_link(self, data: bytes, fault: Fault, requests: list | None) -> None:
+        """Hold a response chunk until the shared link has sent it (after the request's
+        latency, for its first chunk)."""
+        ready = time.monotonic()
+        if requests is not None and not requests[1]:
+            ready = max(ready, requests[0] + fault.delay)
+            requests[1] = True
+        with self._lock:
+            begin = max(ready, self._link_free)
+            self._link_free = begin + len(data) / fault.rate
+            until = self._link_free
+        pause = until - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
 
     def stop(self) -> None:
         self._closing.set()

@@ -1,0 +1,105 @@
+"""A whole epoch's plan from plain numbers: shard sizes, weights, a world and the order knobs.
+
+The one way in for tools that plan without a dataset (`streaming plan`, `streaming simulate`):
+the same options record, stream table and lazy-default resolution as `StreamingDataset`, with
+its argument names. Pure: no dataset object, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from streaming.order.checkpoint import Checkpoint
+from streaming.order.plan import OrderOptions, Resolution, StreamTable, plan, resolve_epoch
+from streaming.order.weighting import StreamWeights
+from streaming.order.world import World
+
+__all__ = ["PlanRequest", "PlannedEpoch", "StreamSpec", "plan_request"]
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One stream: its samples per shard and at most one weight, as `Stream` takes them."""
+
+    shard_sizes: list[int] | NDArray[np.int64]
+    proportion: float | None = None
+    repeat: float | None = None
+    choose: int | None = None
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Streams and a world, with StreamingDataset's argument names."""
+
+    streams: list[StreamSpec]
+    nodes: int
+    ranks_per_node: int
+    workers: int
+    batch_size: int
+    epoch: int = 0
+    sample_in_epoch: int = 0
+    shuffle: bool = False
+    shuffle_algo: str = "py1e"
+    shuffle_seed: int = 9176
+    shuffle_block_size: int | None = None
+    num_canonical_nodes: int | None = None
+    partition_algo: str = "relaxed"
+    initial_nodes: int | None = None
+    batching_method: str = "random"
+    epoch_size: int | None = None
+    sampling_method: str = "balanced"
+    sampling_granularity: int = 1
+
+    def options(self) -> OrderOptions:
+        """The order knobs, checked as `StreamingDataset` checks them."""
+        return OrderOptions(
+            shuffle=self.shuffle, shuffle_algo=self.shuffle_algo,
+            shuffle_seed=self.shuffle_seed, shuffle_block_size=self.shuffle_block_size,
+            num_canonical_nodes=self.num_canonical_nodes, partition_algo=self.partition_algo,
+            sampling_method=self.sampling_method,
+            sampling_granularity=self.sampling_granularity,
+            batching_method=self.batching_method, batch_size=self.batch_size,
+            epoch_size=self.epoch_size)
+
+
+@dataclass(frozen=True)
+class PlannedEpoch:
+    """An epoch's plan and what it was derived from."""
+
+    ids: NDArray[np.int64]  # (nodes, ranks per node, workers, batches, batch size), -1 padding
+    streams: StreamTable
+    resolution: Resolution
+
+    @property
+    def shard_offsets(self) -> NDArray[np.int64]:
+        """The first global sample id of every shard, all streams in order (for locating)."""
+        return np.asarray(self.streams.layout.sample_offset_per_shard, np.int64)
+
+
+def plan_request(request: PlanRequest) -> PlannedEpoch:
+    """Plan the requested epoch exactly as a dataset in that world would.
+
+    Raises:
+        KeyError: an unknown shuffle or partition algorithm.
+        ValueError: no stream, or a world the partitioner refuses (e.g. nodes not dividing
+            canonical nodes).
+    """
+    if not request.streams:
+        raise ValueError("No stream to plan.")
+    options = request.options()
+    streams = StreamTable.derive(
+        [stream.shard_sizes for stream in request.streams],
+        [StreamWeights(s.proportion, s.repeat, s.choose) for s in request.streams],
+        options.epoch_size, options.shuffle_seed)
+    # As a resumed run: the epoch and position given, the initial nodes of the first run.
+    checkpoint = Checkpoint(request.epoch, request.sample_in_epoch, options.num_canonical_nodes,
+                            options.shuffle_seed, request.initial_nodes)
+    resolution, epoch, offset = resolve_epoch(options.start(), checkpoint, request.epoch,
+                                              request.initial_nodes or request.nodes,
+                                              options.shuffle_algo)
+    world = World(request.nodes, request.ranks_per_node, request.workers, 0)
+    return PlannedEpoch(plan(options, streams, resolution, world, epoch, offset), streams,
+                        resolution)

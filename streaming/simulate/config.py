@@ -1,0 +1,107 @@
+"""The simulated run: a world, the order knobs, the cache, the link and the training step.
+
+One typed record, checked once when made, so an impossible setting (bandwidth 0, a cache smaller
+than a shard, more workers than samples) fails with a message before any event is simulated,
+never as a hang or a division by zero deep in the model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["SimConfig"]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """How the simulated job is laid out and how fast its parts are.
+
+    The order knobs carry `StreamingDataset`'s names and defaults (they go to the real planner);
+    the rest describes the machines.
+
+    Attributes:
+        nodes, ranks_per_node, workers: the world (`workers=0`: each rank reads in its main
+            process, as a DataLoader with `num_workers=0`).
+        batch_size: per-device batch size.
+        predownload: samples each worker may prepare ahead of its reads (None: the dataset's
+            default of 8 batches).
+        cache_limit: bytes the node cache may hold (None: unlimited).
+        bandwidth: bytes per second of each node's link to the remote (None: unlimited);
+            concurrent fetches share it equally.
+        latency: seconds from a fetch's request to its first byte.
+        step_seconds_per_sample: the training step's time per sample of a device's batch.
+        decode_seconds_per_sample: a worker's time to read and collate one sample.
+        startup_seconds: time from launch until workers start reading (process start-up).
+        prefetch_factor: batches each DataLoader worker may have ready ahead of the step.
+        max_fetches: the most fetches a worker runs at once (the runtime's cap).
+        epochs: epochs to run back to back (the cache carries over).
+    """
+
+    nodes: int = 1
+    ranks_per_node: int = 1
+    workers: int = 8
+    batch_size: int = 32
+    shuffle: bool = False
+    shuffle_algo: str = "py1e"
+    shuffle_seed: int = 9176
+    shuffle_block_size: int | None = None
+    num_canonical_nodes: int | None = None
+    partition_algo: str = "relaxed"
+    batching_method: str = "random"
+    sampling_method: str = "balanced"
+    sampling_granularity: int = 1
+    epoch_size: int | None = None
+    predownload: int | None = None
+    cache_limit: int | None = None
+    bandwidth: float | None = None
+    latency: float = 0.0
+    step_seconds_per_sample: float = 0.0
+    decode_seconds_per_sample: float = 0.0
+    startup_seconds: float = 0.0
+    prefetch_factor: int = 2
+    max_fetches: int = 16
+    epochs: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "ranks_per_node", "batch_size", "epochs", "max_fetches"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"`{name}` must be a positive integer, got "
+                                 f"{getattr(self, name)!r}.")
+        if not isinstance(self.workers, int) or self.workers < 0:
+            raise ValueError(f"`workers` must be 0 or more, got {self.workers!r}.")
+        if self.workers and self.prefetch_factor < 1:
+            raise ValueError("`prefetch_factor` must be at least 1 with workers, got "
+                             f"{self.prefetch_factor}.")
+        if self.predownload is not None and self.predownload < 0:
+            raise ValueError(f"`predownload` must be 0 or more, got {self.predownload}.")
+        if self.cache_limit is not None and self.cache_limit <= 0:
+            raise ValueError(f"`cache_limit` must be a positive number of bytes, got "
+                             f"{self.cache_limit}.")
+        if self.bandwidth is not None and not (self.bandwidth > 0 and math.isfinite(
+                self.bandwidth)):
+            raise ValueError(f"`bandwidth` must be a positive number of bytes per second (or "
+                             f"None for unlimited), got {self.bandwidth}: nothing could ever "
+                             f"be fetched.")
+        for name in ("latency", "step_seconds_per_sample", "decode_seconds_per_sample",
+                     "startup_seconds"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"`{name}` must be a finite number of seconds >= 0, got "
+                                 f"{value}.")
+
+    @property
+    def window(self) -> int:
+        """Samples ahead of its reads a worker may prepare (the dataset's `predownload`)."""
+        if self.predownload is not None:
+            return max(self.predownload, 1)
+        return 8 * self.batch_size
+
+    @property
+    def readers_per_rank(self) -> int:
+        """Readers per rank: its workers, or the main process itself."""
+        return max(self.workers, 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
