@@ -3,7 +3,8 @@
 Validation (default): each configuration is run `--repeat` times for real (a loopback HTTP
 server behind the fault proxy's shared `link`: one byte rate for every connection and a delay per
 request; real DataLoader workers; the training step sleeps) and once in `streaming.simulate` on
-the same index, after measuring the loader's start-up and time per sample on an unthrottled run
+the same index, after measuring the loader's start-up, time per sample and time per fetch
+(besides its transfer) on an unthrottled run
 (`tests/simulate/validation.py`). Printed per configuration: the real median and the prediction
 for throughput and time to first batch with the error, and the counts (bytes fetched, fetches,
 evictions, refetches) real (min-max over the repeats) against predicted.
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from streaming.simulate import SimConfig, SimStream, simulate  # noqa: E402
 from tests.simulate.validation import (  # noqa: E402
     Case,
+    Constants,
     calibrate,
     real_run,
     serve,
@@ -52,15 +54,14 @@ def validate(repeat: int) -> int:
         served = serve(write_dataset(os.path.join(tmp, "data")), os.path.join(tmp, "http"))
         cache = os.path.join(tmp, "cache")
         try:
-            calibrated: dict[int, tuple[float, float]] = {}
+            calibrated: dict[int, Constants] = {}
             print(f"{'configuration':28} {'real smp/s':>10} {'sim':>8} {'err':>6}  "
                   f"{'real ttfb':>9} {'sim':>7} {'err':>6}  counts (real -> sim)")
             for case in CASES:
                 if case.workers not in calibrated:
                     calibrated[case.workers] = calibrate(served, cache, case)
-                startup, per_sample = calibrated[case.workers]
                 reals = [real_run(served, cache, case) for _ in range(repeat)]
-                sim = sim_run(served, case, startup, per_sample)
+                sim = sim_run(served, case, calibrated[case.workers])
                 rate = statistics.median(r["samples_per_second"] for r in reals)
                 ttfb = statistics.median(r["first_batch_seconds"] for r in reals)
                 counts = []

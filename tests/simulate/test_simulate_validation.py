@@ -3,7 +3,8 @@
 Each case runs an epoch for real (HTTP server behind the fault proxy's shared `link`, real
 DataLoader workers, a sleeping training step) and in the simulator. Bytes fetched, fetches,
 evictions and refetches must match exactly; throughput and time to first batch within 25 %.
-The machine's two constants (loader start-up, time per sample) are measured once, unthrottled
+The machine's constants (loader start-up, time per sample and per fetch) are measured once,
+unthrottled
 (`validation.calibrate`). The cases are the ones whose counts do not depend on thread timing (the
 cache holds every worker's prefetch window, so only shards already read are evicted): with
 reads that outrun a tight cache, which shard is evicted depends on which worker got there first,
@@ -42,9 +43,8 @@ def constants(served):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_simulator_predicts_a_real_run(served, constants, case):
     dataset, cache = served
-    startup, per_sample = constants
     real = real_run(dataset, cache, case)
-    sim = sim_run(dataset, case, startup, per_sample)
+    sim = sim_run(dataset, case, constants)
     for key in ("samples", "fetch_bytes", "fetches", "evictions", "refetches"):
         assert sim[key] == real[key], (key, sim, real)
     if case.cache_limit:
