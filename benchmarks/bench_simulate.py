@@ -38,12 +38,13 @@ from tests.simulate.validation import (  # noqa: E402
 
 CASES = [
     Case("network-bound, 2 workers", workers=2, bandwidth=2e6),
-    Case("cache limit, step-bound", workers=2, bandwidth=4e6, cache_limit=800_000,
-         predownload=50, step_seconds_per_sample=1e-3),
+    Case("cache limit, step-bound", workers=2, bandwidth=4e6, cache_limit=1_200_000,
+         predownload=100, step_seconds_per_sample=1e-3),
     Case("latency 20 ms, 1 worker", workers=1, bandwidth=8e6, latency=0.02),
     Case("0 workers, step-bound", workers=0, batch_size=50, bandwidth=2e6,
          step_seconds_per_sample=5e-4),
-    Case("shuffled, tight cache", workers=2, bandwidth=4e6, cache_limit=800_000, shuffle=True),
+    Case("shuffled, tight cache", workers=2, bandwidth=4e6, cache_limit=1_000_000,
+         shuffle=True),
 ]
 COUNTS = ("fetch_bytes", "fetches", "evictions", "refetches")
 

@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streaming.cache.eviction import choose_evictions
+from streaming.cache.eviction import CacheFullError, choose_evictions
 from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.coord import Event, Namespace, Outcome, ShardState
+from streaming.coord.claims import CHANGES
+from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
+from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
 from streaming.order.next_use import NEVER, UseCursor, UseSchedule
@@ -76,6 +79,7 @@ class NodeCache(NodeMetrics):
             has_remote=np.array([src.store is not None for src in built], bool)[stream_ids],
         )
         self.cache_limit = cache_limit
+        self.claim_timeout = NODE_WAIT_TIMEOUT  # the longest a read waits for room
         n = len(self.shards)
         self.claims = namespace.claims(n)
         self.access_times = namespace.array("access_times", np.uint64, n, fill=_NEVER)
@@ -183,7 +187,7 @@ class NodeCache(NodeMetrics):
         reserved = 0
         if self.cache_limit is not None:
             reserved = int(self.info.cache_bytes[shard])
-            self._make_room(reserved, exclude=shard, put_off=put_off)
+            self._reserve(reserved, shard, put_off)
         files = self.shards[shard].files
         source = self.sources[int(self.info.stream_ids[shard])]()
         try:
@@ -255,6 +259,29 @@ class NodeCache(NodeMetrics):
             length = np.atleast_2d(node_ids).shape[1]  # this epoch ends at this position
             uses[done] = np.where(later == NEVER, NEVER, later + length)
         return uses
+
+    def _reserve(self, needed: int, shard: int, put_off: bool) -> None:
+        """Make room for `shard`'s `needed` bytes, as `_make_room`, when room can be made.
+
+        Room held by fetches in flight (their reservations) frees up when they finish: a read
+        that cannot wait for the prefetcher waits for them instead of failing, and only fails
+        when nothing is in flight (the limit is really too small for what is in use). A
+        prefetch is put off instead.
+        """
+        deadline = Deadline(self.claim_timeout)
+        while True:
+            seen = CHANGES.generation  # a fetch of this process finishing wakes the wait below
+            try:
+                self._make_room(needed, exclude=shard, put_off=put_off)
+                return
+            except CacheFullError:
+                if put_off:
+                    raise _PutOff() from None
+                states = self.claims.states.numpy()
+                in_flight = np.flatnonzero(states == ShardState.PREPARING)
+                if not len(in_flight[in_flight != shard]) or deadline.remaining() <= 0:
+                    raise
+            CHANGES.sleep(min(max(FIRST_SLEEP, deadline.elapsed() * BACKOFF), MAX_SLEEP), seen)
 
     def _make_room(self, needed: int, exclude: int = -1, put_off: bool = False) -> None:
         limit = int(self.cache_limit or 0)

@@ -24,12 +24,14 @@ from streaming.coord.states import (
     claim_event,
     transition,
 )
-from streaming.coord.wait import wait_until
+from streaming.coord.wait import LocalSignal, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 
 __all__ = ["DEFAULT_CLAIM_TIMEOUT", "ShardClaims"]
 
 DEFAULT_CLAIM_TIMEOUT = NODE_WAIT_TIMEOUT
+#: Claims finished by a thread of this process wake this process's waiters at once.
+CHANGES = LocalSignal()
 
 
 class ShardClaims:
@@ -111,6 +113,7 @@ class ShardClaims:
             if also is not None:
                 also()
             self.apply(shard, Event.SUCCEED if ok else Event.FAIL)
+        CHANGES.notify()
 
     def evict(self, shard: int) -> Outcome:
         """Mark a shard REMOTE again (DONE), unless it is being prepared (BUSY)."""
@@ -128,8 +131,11 @@ class ShardClaims:
             CoordinationError: Still being prepared by a live process at the deadline.
         """
         states, owners = self.states.numpy(), self.owners.numpy()
+        seen = CHANGES.generation
 
         def poll() -> Outcome | None:
+            nonlocal seen
+            seen = CHANGES.generation
             if states[shard] == ShardState.PREPARING and is_alive(int(owners[shard])):
                 return None
             outcome = self.claim(shard)
@@ -138,6 +144,7 @@ class ShardClaims:
         return wait_until(
             poll,
             timeout=timeout,
+            sleep=lambda seconds: CHANGES.sleep(seconds, seen),
             what=lambda: (
                 f"shard {shard} to be prepared by pid {int(owners[shard])} "
                 f"(state {ShardState(int(states[shard])).name})"

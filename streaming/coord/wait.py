@@ -3,18 +3,22 @@
 Every node-local wait goes through `wait_until`, so none can spin forever: it sleeps a quarter
 of the time waited so far (from about 1 ms up to 50 ms), so a wait overshoots its condition by at
 most ~25% while long waits poll rarely, and at its deadline it raises a `CoordinationError` that
-says what it waited for and how far it got.
+says what it waited for and how far it got. A `LocalSignal` wakes a waiter at once when the
+change comes from a thread of its own process (a prefetch thread finishing the shard a reader
+waits for), which polling would notice up to 50 ms late.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from streaming.errors import CoordinationError
 
-__all__ = ["BACKOFF", "FIRST_SLEEP", "MAX_SLEEP", "Deadline", "wait_until"]
+__all__ = ["BACKOFF", "FIRST_SLEEP", "MAX_SLEEP", "Deadline", "LocalSignal", "wait_until"]
 
 T = TypeVar("T")
 
@@ -44,6 +48,35 @@ class Deadline:
         return time.monotonic() - self.start
 
 
+class LocalSignal:
+    """Wakes this process's waiters as soon as another of its threads changes what they wait
+    for, instead of at their next poll; waiters in other processes still poll.
+
+    A waiter reads `generation` before it polls and passes it to `sleep`, which returns at once
+    if a change came in between (so a notice is never missed), else at the next change or after
+    `seconds`. Re-made in a forked child (a lock held by a thread of the parent at the fork
+    would stay held there).
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._changed = threading.Condition()
+        self.generation = 0
+
+    def notify(self) -> None:
+        with self._changed:
+            self.generation += 1
+            self._changed.notify_all()
+
+    def sleep(self, seconds: float, seen: int) -> None:
+        with self._changed:
+            if self.generation == seen:
+                self._changed.wait(seconds)
+
+
 def wait_until(
     poll: Callable[[], T | None],
     *,
@@ -51,6 +84,7 @@ def wait_until(
     what: Callable[[], str],
     first: float = FIRST_SLEEP,
     cap: float = MAX_SLEEP,
+    sleep: Callable[[float], object] = time.sleep,
 ) -> T:
     """Call `poll` until it returns something other than None, or fail at the deadline.
 
@@ -62,6 +96,7 @@ def wait_until(
             live progress (e.g. how many participants arrived).
         first: Shortest sleep between polls (the first ones).
         cap: Longest sleep between polls; bounds the latency after the condition becomes true.
+        sleep: How to pause between polls (a `LocalSignal`'s, to be woken early).
 
     Raises:
         CoordinationError: The deadline passed.
@@ -79,4 +114,4 @@ def wait_until(
             )
         # Proportional, not doubling: doubling can sleep as long again as the whole wait so far
         # just after the condition came true (a 33 ms fetch would then cost up to 64 ms).
-        time.sleep(min(max(first, deadline.elapsed() * BACKOFF), cap, left))
+        sleep(min(max(first, deadline.elapsed() * BACKOFF), cap, left))

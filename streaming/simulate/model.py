@@ -25,7 +25,7 @@ from streaming.order.next_use import UseSchedule
 from streaming.simulate.config import SimConfig
 from streaming.simulate.events import Clock
 from streaming.simulate.link import Link
-from streaming.simulate.node_cache import LOCAL, REMOTE, SimNodeCache
+from streaming.simulate.node_cache import FETCHING, LOCAL, REMOTE, SimNodeCache
 from streaming.simulate.readers import Reader, build_readers, take_order
 
 __all__ = ["Model", "NodeState", "SimulationError"]
@@ -46,6 +46,7 @@ class NodeState:
     fetches: int = 0
     readers: list[Reader] = field(default_factory=list)
     waiters: dict[int, list[Reader]] = field(default_factory=lambda: defaultdict(list))
+    room_waiters: list[Reader] = field(default_factory=list)  # reads waiting for cache room
     cache_times: list[float] = field(default_factory=list)
     cache_usage: list[int] = field(default_factory=list)
 
@@ -242,7 +243,7 @@ class Model:
                 state.waiters[shard].append(reader)
             reader.waiting = True
             if cache.state[shard] == REMOTE:
-                self._fetch(state, shard, None)
+                self._demand(state, reader, shard)
             return
         reader.waiting, reader.busy, reader.pending = False, True, None
         self.clock.at(now + (end - begin) * self.config.decode_seconds_per_sample,
@@ -285,18 +286,22 @@ class Model:
         reader.count = reader.sizer.fetched(moved, self.clock.now, behind=not reader.waited)
         reader.waited = False
 
-    def _fetch(self, state: NodeState, shard: int, prefetcher: Reader | None) -> None:
-        """A read that cannot wait fetches `shard` itself."""
+    def _demand(self, state: NodeState, reader: Reader, shard: int) -> None:
+        """A read that cannot wait for the prefetcher fetches `shard` itself; when the room is
+        held by fetches in flight, it waits for one of them to finish and tries again."""
         try:
             state.cache.reserve(shard, self.clock.now, False)
         except CacheFullError as err:
+            if (state.cache.state == FETCHING).any():
+                state.room_waiters.append(reader)
+                return
             raise SimulationError(
                 f"Node {state.node} cannot make room for shard {shard} "
                 f"({int(state.cache.cache_bytes[shard])} bytes) at t={self.clock.now:.3f} s: "
                 f"every cached shard is in use. Raise `cache_limit` (now "
                 f"{self.config.cache_limit} bytes) or use fewer readers per node.") from err
         state.note_usage(self.clock.now)
-        self._start(state, shard, prefetcher)
+        self._start(state, shard, None)
 
     def _start(self, state: NodeState, shard: int, prefetcher: Reader | None) -> None:
         state.link.fetch(int(self.fetch_sizes[shard]),
@@ -315,3 +320,8 @@ class Model:
         for waiter in state.waiters.pop(shard, []):
             waiter.waiting = False
             self._try_read(state, waiter)
+        if state.room_waiters:  # room was freed: reads waiting for it try again
+            waiting, state.room_waiters = state.room_waiters, []
+            for waiter in waiting:
+                waiter.waiting = False
+                self._try_read(state, waiter)

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.slow
 
 CASES = [
     Case("network-bound", workers=2, bandwidth=2e6),
-    Case("cache limit, step-bound", workers=2, bandwidth=4e6, cache_limit=800_000,
-         predownload=50, step_seconds_per_sample=1e-3),
+    Case("cache limit, step-bound", workers=2, bandwidth=4e6, cache_limit=1_200_000,
+         predownload=100, step_seconds_per_sample=1e-3),
     Case("latency, one worker", workers=1, bandwidth=8e6, latency=0.02),
 ]
 
