@@ -99,6 +99,16 @@ class EpochReads:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
         self.cache.prepare(shard, blocking=False)
 
+    def claim(self, shard: int) -> bool:
+        """Claim `shard` for the prefetcher's first step (see `NodeCache.claim_ahead`)."""
+        return self.cache.claim_ahead(shard)
+
+    def prepare_claimed(self, shard: int) -> None:
+        self.cache.prepare_claimed(shard)
+
+    def release(self, shard: int) -> None:
+        self.cache.release_claim(shard)
+
     def count_fetches(self, count: int) -> None:
         """The prefetcher's concurrency, kept as the counters' level (the largest seen)."""
         self.counters.raise_to("prefetch_concurrency", count)

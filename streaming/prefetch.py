@@ -166,6 +166,7 @@ class Prefetcher:
         self._order = _first_use_order(sample_ids, reads.locate, len(reads.readers))
         self._lock = threading.Lock()  # the order generator and the sizer are not thread-safe
         self._waited = False  # some thread waited for the consumer since the sizer's last call
+        self._head: tuple[int, int, bool] | None = None  # the first shard, claimed in `start`
         self._seen_bytes = 0
         self.threads: list[threading.Thread] = []
 
@@ -175,8 +176,15 @@ class Prefetcher:
         return self.sizer.count
 
     def start(self) -> None:
+        """Start the threads; the first shard is claimed here, before the consumer's first
+        read can ask for it, so the consumer waits for this fetch instead of starting its own
+        while the prefetcher moves on to the next shard and halves the first one's bandwidth."""
         with self._lock:
             self._seen_bytes = self._fetched_bytes()
+            first = next(self._order, None)
+            if first is not None:
+                claimed = self.reads.claim(first[0])
+                self._head = (first[0], first[1], claimed)
             self._spawn(self.sizer.count)
 
     def _spawn(self, count: int) -> None:
@@ -196,12 +204,21 @@ class Prefetcher:
         deadline = time.monotonic() + 0.05
         for thread in list(self.threads):
             thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+        with self._lock:  # a first shard claimed but never taken: give the claim back
+            head, self._head = self._head, None
+        if head is not None and head[2]:
+            self.reads.release(head[0])
 
-    def _take(self, slot: int) -> tuple[int, int] | None:
+    def _take(self, slot: int) -> tuple[int, int, bool] | None:
+        """The next shard, its first use, and whether it is claimed already."""
         with self._lock:
             if slot >= self.sizer.count:  # the count went down: this thread leaves
                 return None
-            return next(self._order, None)
+            if self._head is not None:
+                head, self._head = self._head, None
+                return head
+            item = next(self._order, None)
+            return None if item is None else (item[0], item[1], False)
 
     def _done(self) -> None:
         """Tell the sizer a fetch finished; start threads if the count grew."""
@@ -214,15 +231,22 @@ class Prefetcher:
 
     def _run(self, slot: int) -> None:
         while not self.stop.is_set() and (item := self._take(slot)) is not None:
-            shard, position = item
+            shard, position, claimed = item
             while position > self.consumed + self.window:
                 self._waited = True
                 if self.stop.wait(_POLL_SECONDS):
+                    if claimed:
+                        self.reads.release(shard)
                     return
             if self.stop.is_set():
+                if claimed:
+                    self.reads.release(shard)
                 return
             try:
-                self.reads.prepare(shard)
+                if claimed:
+                    self.reads.prepare_claimed(shard)
+                else:
+                    self.reads.prepare(shard)
             except Exception as err:  # the consumer retries this shard itself when needed
                 log.warning("Prefetching shard %d failed (%s: %s); it will be fetched when "
                             "needed.", shard, type(err).__name__, err)

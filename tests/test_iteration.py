@@ -68,6 +68,17 @@ class FakeCache:
             self.prepared.append(shard)
         return True
 
+    def claim_ahead(self, shard: int) -> bool:  # the prefetcher's first shard, claimed early
+        self.claimed = shard
+        return True
+
+    def prepare_claimed(self, shard: int) -> bool:
+        assert shard == self.claimed
+        return self.prepare(shard, blocking=False)
+
+    def release_claim(self, shard: int) -> None:
+        assert shard == self.claimed
+
     def is_local(self, shard: int) -> bool:
         return True
 

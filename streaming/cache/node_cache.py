@@ -160,6 +160,24 @@ class NodeCache(NodeMetrics):
         self.touch(shard)
         return True
 
+    def claim_ahead(self, shard: int) -> bool:
+        """Claim `shard` for a preparation this process will run soon (`prepare_claimed`), so
+        that a reader asking for it meanwhile waits for that one instead of starting its own.
+
+        Returns:
+            Whether the claim was granted (False: local already, or another fetch has it).
+        """
+        return self.claims.claim(shard) is Outcome.GRANTED
+
+    def prepare_claimed(self, shard: int) -> bool:
+        """Run the preparation of a shard claimed by `claim_ahead` (a prefetch: it may be put
+        off). Returns whether the shard is local now."""
+        return self._run_prepare(shard)
+
+    def release_claim(self, shard: int) -> None:
+        """Give back a claim taken by `claim_ahead` that will not be prepared."""
+        self.claims.finish(shard, ok=False)
+
     def _run_prepare(self, shard: int) -> bool:
         try:
             account = self._fetch(shard, put_off=True)

@@ -84,7 +84,7 @@ def wait_until(
     what: Callable[[], str],
     first: float = FIRST_SLEEP,
     cap: float = MAX_SLEEP,
-    sleep: Callable[[float], object] = time.sleep,
+    sleep: Callable[[float], object] | None = None,
 ) -> T:
     """Call `poll` until it returns something other than None, or fail at the deadline.
 
@@ -96,12 +96,14 @@ def wait_until(
             live progress (e.g. how many participants arrived).
         first: Shortest sleep between polls (the first ones).
         cap: Longest sleep between polls; bounds the latency after the condition becomes true.
-        sleep: How to pause between polls (a `LocalSignal`'s, to be woken early).
+        sleep: How to pause between polls (default `time.sleep`; a `LocalSignal`'s to be
+            woken early).
 
     Raises:
         CoordinationError: The deadline passed.
     """
     deadline = Deadline(timeout)
+    pause = sleep or time.sleep
     while True:
         value = poll()
         if value is not None:
@@ -114,4 +116,4 @@ def wait_until(
             )
         # Proportional, not doubling: doubling can sleep as long again as the whole wait so far
         # just after the condition came true (a 33 ms fetch would then cost up to 64 ms).
-        sleep(min(max(first, deadline.elapsed() * BACKOFF), cap, left))
+        pause(min(max(first, deadline.elapsed() * BACKOFF), cap, left))
