@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="real runs per configuration")
     parser.add_argument("--scale", action="store_true", help="time 10^8 samples instead")
+    parser.add_argument("--quick", action="store_true", help="one real run per configuration")
     args = parser.parse_args(argv)
-    return scale() if args.scale else validate(args.repeat)
+    return scale() if args.scale else validate(1 if args.quick else args.repeat)
 
 
 if __name__ == "__main__":

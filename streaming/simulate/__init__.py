@@ -87,7 +87,8 @@ def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None
     index_bytes = sum(s.index_bytes for s in sims)
     planned = plan_request(_request(sims, config, 0))
     _check(sims, config, planned.streams.epoch_size, index_bytes, most)
-    model = Model(config, fetch, resident, most, index_bytes)
+    model = Model(config, fetch, resident, most, index_bytes,
+                  int(sum(int(s.samples.sum()) for s in sims)))
     offsets = planned.shard_offsets
     before = _counters(model)
     reports = []

@@ -26,7 +26,7 @@ from streaming.simulate.config import SimConfig
 from streaming.simulate.events import Clock
 from streaming.simulate.link import Link
 from streaming.simulate.node_cache import FETCHING, LOCAL, REMOTE, SimNodeCache
-from streaming.simulate.readers import Reader, build_readers, take_order
+from streaming.simulate.readers import Reader, ShardLocator, build_readers, take_order
 
 __all__ = ["Model", "NodeState", "SimulationError"]
 
@@ -72,8 +72,9 @@ class Model:
     """The simulated job; `run_epoch` runs one epoch's plan from the current time."""
 
     def __init__(self, config: SimConfig, fetch_bytes: np.ndarray, resident_bytes: np.ndarray,
-                 cache_bytes: np.ndarray, index_bytes: int) -> None:
+                 cache_bytes: np.ndarray, index_bytes: int, total_samples: int) -> None:
         self.config = config
+        self.total_samples = total_samples  # samples in all shards (the ids' range)
         self.clock = Clock()
         self.fetch_sizes = fetch_bytes
         self.num_shards = len(fetch_bytes)
@@ -106,8 +107,9 @@ class Model:
         """
         cfg = self.config
         ranks: list[tuple[list[Reader], np.ndarray]] = []
+        self._locate = ShardLocator(shard_offsets, self.total_samples)
         for state, node_ids in zip(self.nodes, node_plans):
-            state.readers = build_readers(state.node, node_ids, shard_offsets, self.num_shards,
+            state.readers = build_readers(state.node, node_ids, self._locate, self.num_shards,
                                           cfg.batch_size, cfg.ranks_per_node, cfg.max_fetches)
             per_rank = cfg.readers_per_rank
             for r in range(cfg.ranks_per_node):
@@ -161,7 +163,7 @@ class Model:
     def _schedule(self, rows: np.ndarray, shard_offsets: np.ndarray) -> UseSchedule:
         shards = np.full(rows.shape, -1, np.int64)
         used = rows >= 0
-        shards[used] = np.searchsorted(shard_offsets, rows[used], "right") - 1
+        shards[used] = self._locate(rows[used])
         return UseSchedule.build(shards, self.num_shards)
 
     # ------------------------------------------------------------------------------- loader

@@ -14,7 +14,43 @@ import numpy as np
 
 from streaming.prefetch import LinkSizer, first_uses
 
-__all__ = ["Reader", "build_readers", "take_order"]
+__all__ = ["Reader", "ShardLocator", "build_readers", "take_order"]
+
+#: Most entries of a locator's table (int64): 128 MiB.
+_TABLE = 1 << 24
+
+
+class ShardLocator:
+    """Global sample id -> shard id, as `np.searchsorted(offsets, ids, "right") - 1`, faster.
+
+    A table gives the shard of every `2**bits`-th id, with `2**bits` at most the smallest
+    non-empty shard, so an id is at most one non-empty shard past its table entry: one lookup,
+    then a step forward while the next shard starts at or before it (empty shards included).
+    A binary search per id costs several times more on the 10^8 ids of a big plan. Falls back to
+    the search when the table would be too big (very small shards).
+    """
+
+    def __init__(self, offsets: np.ndarray, total: int) -> None:
+        self.offsets = np.asarray(offsets, np.int64)
+        sizes = np.diff(np.append(self.offsets, total))
+        positive = sizes[sizes > 0]
+        smallest = int(positive.min()) if len(positive) else 1
+        self.bits = max(smallest.bit_length() - 1, 0)
+        self.table: np.ndarray | None = None
+        if (total >> self.bits) + 1 <= _TABLE:
+            starts = np.arange(0, total + 1, 1 << self.bits, dtype=np.int64)
+            self.table = np.searchsorted(self.offsets, starts, "right") - 1
+        self.bounds = np.append(self.offsets, np.iinfo(np.int64).max)
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        if self.table is None:
+            return np.searchsorted(self.offsets, ids, "right") - 1
+        shards = self.table[ids >> self.bits]
+        ahead = self.bounds[shards + 1] <= ids
+        while ahead.any():  # past a shard boundary (and any empty shards after it)
+            shards += ahead
+            ahead = self.bounds[shards + 1] <= ids
+        return shards
 
 
 @dataclass(eq=False)
@@ -56,7 +92,7 @@ class Reader:
         return begin, min(begin + self.batch_size, len(self.shards))
 
 
-def build_readers(node: int, node_ids: np.ndarray, shard_offsets: np.ndarray, num_shards: int,
+def build_readers(node: int, node_ids: np.ndarray, locate: ShardLocator, num_shards: int,
                   batch_size: int, ranks_per_node: int, max_fetches: int) -> list[Reader]:
     """The readers of one node from its plan rows `(ranks, readers per rank, ...)`."""
     rows = node_ids.reshape(node_ids.shape[0] * node_ids.shape[1], -1)
@@ -65,7 +101,7 @@ def build_readers(node: int, node_ids: np.ndarray, shard_offsets: np.ndarray, nu
     rank_of = np.empty(num_shards, np.int64)
     for slot, row in enumerate(rows):
         ids = row[row >= 0]
-        shards = np.searchsorted(shard_offsets, ids, "right") - 1
+        shards = locate(ids)
         order, first = first_uses(shards)
         rank_of[order] = np.arange(len(order))
         batches = -(-len(ids) // batch_size)

@@ -157,3 +157,20 @@ def test_streams_must_have_shards_and_sizes_must_agree():
                   np.ones(2, np.int64))
     with pytest.raises(ValueError, match="No stream"):
         simulate([], SimConfig())
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 50), min_size=1, max_size=40), seed=st.integers(0, 99))
+def test_the_shard_locator_agrees_with_a_binary_search(sizes, seed):
+    from streaming.simulate.readers import ShardLocator
+
+    sizes_ = np.array(sizes, np.int64)
+    total = int(sizes_.sum())
+    if not total:
+        return
+    offsets = np.concatenate(([0], np.cumsum(sizes_)[:-1]))
+    ids = np.random.default_rng(seed).integers(0, total, 500)
+    ids = np.concatenate((ids, np.arange(total)))
+    locate = ShardLocator(offsets, total)
+    assert locate.table is not None
+    assert np.array_equal(locate(ids), np.searchsorted(offsets, ids, "right") - 1)
