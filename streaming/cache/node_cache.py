@@ -25,6 +25,7 @@ import numpy as np
 from streaming.cache.eviction import CacheFullError, choose_evictions
 from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
+from streaming.cache.reading_slot import IN_USE_SLOTS, ReadingSlot
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.coord.claims import CHANGES
 from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
@@ -37,10 +38,8 @@ from streaming.storage.urls import scheme_of
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
 
-__all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]
+__all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]  # the last two from reading_slot.py
 
-#: Per-node slots where workers publish the shard they are reading (never evicted meanwhile).
-IN_USE_SLOTS = 4096
 _NEVER = np.iinfo(np.uint64).max
 #: Environment variable choosing the eviction policy: "future" (the default) or "lru".
 EVICTION_ENV = "STREAMING_EVICTION"
@@ -403,35 +402,3 @@ class NodeCache(NodeMetrics):
             shard = int(local[np.argmin(self.access_times.numpy()[local])])
             self._evict_locked(shard)
         return shard
-
-
-
-class ReadingSlot:
-    """How one worker tells the node cache what it reads: one array store per call.
-
-    Made in the worker process (it keeps that process's views of the shared arrays). The shard
-    in the slot is never evicted; the access stamps drive least-recently-used eviction.
-    """
-
-    __slots__ = ("_access", "_in_use", "_progress", "_slot")
-
-    def __init__(self, cache: NodeCache, slot: int) -> None:
-        self._slot = slot % IN_USE_SLOTS
-        self._in_use = cache.in_use.numpy()
-        self._access = cache.access_times.numpy()
-        self._progress = cache.progress.numpy()
-
-    def enter(self, shard: int, position: int) -> None:
-        """This worker reads `shard` from `position` of its list of the epoch on (the clock of
-        future-aware eviction advances with every shard change)."""
-        self._in_use[self._slot] = shard
-        self._progress[self._slot] = position
-
-    def leave(self) -> None:
-        """This worker reads no shard (its epoch ended or was abandoned)."""
-        self._in_use[self._slot] = -1
-        self._progress[self._slot] = -1
-
-    def stamp(self, shard_ids: np.ndarray) -> None:
-        """The shards of a chunk are used now."""
-        self._access[shard_ids] = time.time_ns()
