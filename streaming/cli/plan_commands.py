@@ -145,14 +145,17 @@ def plan_command(datasets: tuple[str, ...], split: str | None, shard_sizes: tupl
     (DATASETs, or --shard-sizes) and a world: the same planner and defaults as
     StreamingDataset, for debugging determinism, mixing and resumption."""
     from streaming.cli.planning import PlanRequest, StreamSpec, plan_first_ids
+    from streaming.order.plan import OrderOptions
 
     sizes = _stream_shard_sizes(datasets, split, shard_sizes)
     weights = _weights(len(sizes), proportions, repeats, chooses)
-    request = PlanRequest(
-        streams=[StreamSpec(stream, **weight) for stream, weight in zip(sizes, weights)],
-        workers=workers, epoch=epoch, sample_in_epoch=sample_in_epoch,
-        initial_nodes=initial_nodes, **order)
+    nodes, ranks_per_node = order.pop("nodes"), order.pop("ranks_per_node")
     try:
+        request = PlanRequest(
+            streams=[StreamSpec(stream, **weight) for stream, weight in zip(sizes, weights)],
+            options=OrderOptions(**order), nodes=nodes, ranks_per_node=ranks_per_node,
+            workers=workers, epoch=epoch, sample_in_epoch=sample_in_epoch,
+            initial_nodes=initial_nodes)
         data = plan_first_ids(request, first)
     except KeyError as err:
         raise click.BadParameter(f"unknown algorithm {err}") from err

@@ -24,7 +24,7 @@ def plan_first_ids(request: PlanRequest, first: int) -> dict[str, Any]:
         ValueError: a world the partitioner refuses (e.g. nodes not dividing canonical nodes).
     """
     planned = plan_request(request)
-    ids, streams = planned.ids, planned.streams
+    ids, streams, options = planned.ids, planned.streams, request.options
     # Global sample id -> stream: streams own consecutive ranges of ids, in order.
     stream_starts = np.cumsum([0] + [int(np.sum(s.shard_sizes)) for s in request.streams])[1:-1]
     workers = []
@@ -41,9 +41,9 @@ def plan_first_ids(request: PlanRequest, first: int) -> dict[str, Any]:
     return {"epoch": request.epoch, "sample_in_epoch": request.sample_in_epoch,
             "num_samples": streams.epoch_size,
             "num_canonical_nodes": planned.resolution.num_canonical_nodes,
-            "shuffle": request.shuffle, "shuffle_algo": request.shuffle_algo,
-            "shuffle_seed": request.shuffle_seed,
+            "shuffle": options.shuffle, "shuffle_algo": options.shuffle_algo,
+            "shuffle_seed": options.shuffle_seed,
             "shuffle_block_size": planned.resolution.shuffle_block_size,
-            "batching_method": request.batching_method,
+            "batching_method": options.batching_method,
             "stream_chooses": [int(w.choose) for w in streams.weights],  # type: ignore[arg-type]
             "workers": workers}

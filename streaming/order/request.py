@@ -32,37 +32,16 @@ class StreamSpec:
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """Streams and a world, with StreamingDataset's argument names."""
+    """Streams, the order knobs (checked `OrderOptions`) and a world to plan an epoch for."""
 
     streams: list[StreamSpec]
-    nodes: int
-    ranks_per_node: int
-    workers: int
-    batch_size: int
+    options: OrderOptions
+    nodes: int = 1
+    ranks_per_node: int = 1
+    workers: int = 1  # readers per rank
     epoch: int = 0
     sample_in_epoch: int = 0
-    shuffle: bool = False
-    shuffle_algo: str = "py1e"
-    shuffle_seed: int = 9176
-    shuffle_block_size: int | None = None
-    num_canonical_nodes: int | None = None
-    partition_algo: str = "relaxed"
-    initial_nodes: int | None = None
-    batching_method: str = "random"
-    epoch_size: int | None = None
-    sampling_method: str = "balanced"
-    sampling_granularity: int = 1
-
-    def options(self) -> OrderOptions:
-        """The order knobs, checked as `StreamingDataset` checks them."""
-        return OrderOptions(
-            shuffle=self.shuffle, shuffle_algo=self.shuffle_algo,
-            shuffle_seed=self.shuffle_seed, shuffle_block_size=self.shuffle_block_size,
-            num_canonical_nodes=self.num_canonical_nodes, partition_algo=self.partition_algo,
-            sampling_method=self.sampling_method,
-            sampling_granularity=self.sampling_granularity,
-            batching_method=self.batching_method, batch_size=self.batch_size,
-            epoch_size=self.epoch_size)
+    initial_nodes: int | None = None  # physical nodes of the run being resumed, if different
 
 
 @dataclass(frozen=True)
@@ -89,7 +68,7 @@ def plan_request(request: PlanRequest) -> PlannedEpoch:
     """
     if not request.streams:
         raise ValueError("No stream to plan.")
-    options = request.options()
+    options = request.options
     streams = StreamTable.derive(
         [stream.shard_sizes for stream in request.streams],
         [StreamWeights(s.proportion, s.repeat, s.choose) for s in request.streams],

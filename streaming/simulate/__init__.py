@@ -38,14 +38,8 @@ __all__ = ["SimConfig", "SimResult", "SimStream", "SimulationError", "simulate",
 def _request(streams: Sequence[SimStream], config: SimConfig, epoch: int) -> PlanRequest:
     return PlanRequest(
         streams=[StreamSpec(s.samples, s.proportion, s.repeat, s.choose) for s in streams],
-        nodes=config.nodes, ranks_per_node=config.ranks_per_node,
-        workers=config.readers_per_rank, batch_size=config.batch_size, epoch=epoch,
-        shuffle=config.shuffle, shuffle_algo=config.shuffle_algo,
-        shuffle_seed=config.shuffle_seed, shuffle_block_size=config.shuffle_block_size,
-        num_canonical_nodes=config.num_canonical_nodes, partition_algo=config.partition_algo,
-        batching_method=config.batching_method, epoch_size=config.epoch_size,
-        sampling_method=config.sampling_method,
-        sampling_granularity=config.sampling_granularity)
+        options=config.options(), nodes=config.nodes, ranks_per_node=config.ranks_per_node,
+        workers=config.readers_per_rank, epoch=epoch)
 
 
 def _check(streams: Sequence[SimStream], config: SimConfig, samples_per_epoch: int,

@@ -11,6 +11,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from streaming.order.plan import OrderOptions
+
 __all__ = ["SimConfig"]
 
 
@@ -18,8 +20,9 @@ __all__ = ["SimConfig"]
 class SimConfig:
     """How the simulated job is laid out and how fast its parts are.
 
-    The order knobs carry `StreamingDataset`'s names and defaults (they go to the real planner);
-    the rest describes the machines.
+    The order knobs are flat, with `StreamingDataset`'s names and defaults, as a dataset takes
+    them; `options()` turns them into the planner's `OrderOptions`. The rest describes the
+    machines.
 
     Attributes:
         nodes, ranks_per_node, workers: the world (`workers=0`: each rank reads in its main
@@ -90,6 +93,18 @@ class SimConfig:
             if not (value >= 0 and math.isfinite(value)):
                 raise ValueError(f"`{name}` must be a finite number of seconds >= 0, got "
                                  f"{value}.")
+        self.options()  # the order knobs, checked now as a dataset checks them
+
+    def options(self) -> OrderOptions:
+        """The order knobs as the planner takes them (checked there, as a dataset's are)."""
+        return OrderOptions(
+            shuffle=self.shuffle, shuffle_algo=self.shuffle_algo, shuffle_seed=self.shuffle_seed,
+            shuffle_block_size=self.shuffle_block_size,
+            num_canonical_nodes=self.num_canonical_nodes, partition_algo=self.partition_algo,
+            sampling_method=self.sampling_method,
+            sampling_granularity=self.sampling_granularity,
+            batching_method=self.batching_method, batch_size=self.batch_size,
+            epoch_size=self.epoch_size)
 
     @property
     def window(self) -> int:

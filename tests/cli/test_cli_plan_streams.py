@@ -11,6 +11,7 @@ import pytest
 from streaming import MDSWriter, Stream, StreamingDataset
 from streaming.base.batching import generate_work
 from streaming.cli.planning import PlanRequest, StreamSpec, plan_first_ids
+from streaming.order.plan import OrderOptions
 from streaming.order.world import World
 
 
@@ -40,9 +41,9 @@ def test_plan_matches_a_streaming_dataset(tmp_path: Any, method: str) -> None:
         dataset.close()
     request = PlanRequest(
         streams=[StreamSpec(sizes_a, proportion=0.6), StreamSpec(sizes_b, proportion=0.4)],
-        nodes=1, ranks_per_node=2, workers=2, batch_size=4, epoch=1, sample_in_epoch=8,
-        shuffle=True, num_canonical_nodes=2, shuffle_block_size=16, batching_method=method,
-        epoch_size=70)
+        options=OrderOptions(batch_size=4, shuffle=True, num_canonical_nodes=2,
+                             shuffle_block_size=16, batching_method=method, epoch_size=70),
+        nodes=1, ranks_per_node=2, workers=2, epoch=1, sample_in_epoch=8)
     got = plan_first_ids(request, 10**6)
     for entry in got["workers"]:
         ids = expected[0, entry["rank"], entry["worker"]].reshape(-1)

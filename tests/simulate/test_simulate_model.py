@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streaming.order.plan import OrderOptions
 from streaming.order.request import PlanRequest, StreamSpec, plan_request
 from streaming.simulate import SimConfig, SimStream, SimulationError, simulate
 
@@ -15,9 +16,10 @@ from streaming.simulate import SimConfig, SimStream, SimulationError, simulate
 def _needed_bytes(stream: SimStream, config: SimConfig) -> list[int]:
     """Per node, the bytes of the shards its plan touches: what it must download once."""
     planned = plan_request(PlanRequest(
-        [StreamSpec(stream.samples)], config.nodes, config.ranks_per_node,
-        config.readers_per_rank, config.batch_size, shuffle=config.shuffle,
-        shuffle_algo=config.shuffle_algo, num_canonical_nodes=config.num_canonical_nodes))
+        [StreamSpec(stream.samples)], OrderOptions(
+            batch_size=config.batch_size, shuffle=config.shuffle,
+            shuffle_algo=config.shuffle_algo, num_canonical_nodes=config.num_canonical_nodes),
+        config.nodes, config.ranks_per_node, config.readers_per_rank))
     out = []
     for node in planned.ids:
         ids = node[node >= 0]
