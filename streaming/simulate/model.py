@@ -91,7 +91,6 @@ class Model:
         self.step_samples: list[np.ndarray] = []
         self.first_batch: list[float] = []
         self.stall_seconds = 0.0
-        self.epoch_ends: list[float] = []
 
     # ------------------------------------------------------------------------------- epochs
 
@@ -126,7 +125,7 @@ class Model:
 
             def look_ahead(node: int = state.node) -> UseSchedule | None:
                 rows_after = later(node)
-                return None if rows_after is None else self._schedule(rows_after, shard_offsets)
+                return None if rows_after is None else self._schedule(rows_after)
 
             if self.future:
                 state.cache.new_epoch(schedule, length, look_ahead)
@@ -146,7 +145,7 @@ class Model:
             if len(order):
                 samples[:len(order), order[0].node] += sizes
                 largest[:len(order)] = np.maximum(largest[:len(order)], sizes)
-        self._samples, self._largest = samples, largest
+        self._largest = largest
         self._starts = np.full(steps, np.nan)
         self._next_step, self._stepping = 0, False
         self._last_end = self.clock.now + cfg.startup_seconds
@@ -158,9 +157,8 @@ class Model:
         self.step_starts.append(self._starts)
         self.step_samples.append(samples)
         self.first_batch.append(float(self._starts[0]) if steps else self.clock.now)
-        self.epoch_ends.append(self.clock.now)
 
-    def _schedule(self, rows: np.ndarray, shard_offsets: np.ndarray) -> UseSchedule:
+    def _schedule(self, rows: np.ndarray) -> UseSchedule:
         shards = np.full(rows.shape, -1, np.int64)
         used = rows >= 0
         shards[used] = self._locate(rows[used])
@@ -276,7 +274,7 @@ class Model:
                 return
             shard = int(order[reader.walked])
             reader.walked += 1
-            if cache.state[shard] == REMOTE and cache.reserve(shard, self.clock.now, True):
+            if cache.state[shard] == REMOTE and cache.reserve(shard, True):
                 state.note_usage(self.clock.now)
                 reader.active += 1
                 self._start(state, shard, reader)
@@ -292,7 +290,7 @@ class Model:
         """A read that cannot wait for the prefetcher fetches `shard` itself; when the room is
         held by fetches in flight, it waits for one of them to finish and tries again."""
         try:
-            state.cache.reserve(shard, self.clock.now, False)
+            state.cache.reserve(shard, False)
         except CacheFullError as err:
             if (state.cache.state == FETCHING).any():
                 state.room_waiters.append(reader)

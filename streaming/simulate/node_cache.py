@@ -80,7 +80,7 @@ class SimNodeCache:
         self._memo = (step, uses)
         return uses
 
-    def reserve(self, shard: int, now: float, put_off: bool) -> bool:
+    def reserve(self, shard: int, put_off: bool) -> bool:
         """Reserve room for `shard` before fetching it, evicting as the runtime would.
 
         Returns:
