@@ -27,6 +27,7 @@ _LAZY = {
     "CSVWriter": "streaming.format.xsv.writer:CSVWriter",
     "TSVWriter": "streaming.format.xsv.writer:TSVWriter",
     "XSVWriter": "streaming.format.xsv.writer:XSVWriter",
+    "index_parquet": "streaming.convert.parquet_index:index_parquet",
 }
 _SUBPACKAGES = ("vision", "text", "multimodal", "base")
 
@@ -40,6 +41,7 @@ __all__ = [
     "StreamingDataset",
     "TSVWriter",
     "XSVWriter",
+    "index_parquet",
     "multimodal",
     "text",
     "vision",
@@ -49,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from streaming.dataset import StreamingDataset
     from streaming.format.jsonl.writer import JSONWriter
     from streaming.format.mds.writer import MDSWriter
+    from streaming.convert.parquet_index import index_parquet
     from streaming.format.xsv.writer import CSVWriter, TSVWriter, XSVWriter
     from streaming.loader import StreamingDataLoader
     from streaming.local import LocalDataset

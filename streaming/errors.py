@@ -10,6 +10,7 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent
     ├── ShardUnavailableError (FileNotFoundError) a shard neither cached nor at its remote
     ├── HashMismatchError (ValueError)       a file's digest is not the index's ("Checksum failure")
+    │   └── SourceChangedError               a Parquet file indexed in place changed since
     ├── UnsafeTypeError (ValueError)         a pickle column without allow_unsafe_types=True
     ├── MissingDependencyError (ImportError) an optional package is needed; says what to install
     ├── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) timed out
@@ -57,6 +58,10 @@ class ShardUnavailableError(StreamingError, FileNotFoundError):
 
 class HashMismatchError(StreamingError, ValueError):
     """A file whose digest does not match the one recorded in the index."""
+
+
+class SourceChangedError(HashMismatchError):
+    """A file indexed in place (Parquet) whose footer no longer matches its index entry."""
 
 
 class UnsafeTypeError(StreamingError, ValueError):

@@ -16,9 +16,12 @@ from torch.utils.data import Dataset
 
 from streaming.array import Array
 from streaming.format import Reader, load_readers
+from streaming.format.read_options import ReadOptions
 from streaming.spanner import Spanner
 
 __all__ = ["LocalDataset"]
+
+_IN_PLACE = ReadOptions(in_place=True)
 
 
 class LocalDataset(Array, Dataset):
@@ -39,6 +42,8 @@ class LocalDataset(Array, Dataset):
         self.local = local
         self.split = split
         self.shards: list[Reader] = load_readers(local, split)
+        for shard in self.shards:  # files indexed in place (Parquet) are read where they lie
+            shard.apply_read_options(_IN_PLACE)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)
         self.num_samples = int(shard_sizes.sum())
         self.spanner = Spanner(shard_sizes)

@@ -7,6 +7,7 @@ shard's files on request through `streaming.cache.prepare`. Weighting arithmetic
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -21,6 +22,8 @@ from streaming.dataset_config import StreamDefaults
 from streaming.errors import IndexFormatError
 from streaming.format.index import get_index_basename, naming_index
 from streaming.format.shard_files import list_files
+from streaming.format.parquet.reader import is_projected_copy
+from streaming.format.read_options import ReadOptions
 from streaming.format.shard_readers import ShardReaders, build_readers
 from streaming.format.shard_table import TABLE_MIN_SHARDS
 from streaming.order.weighting import (
@@ -55,6 +58,8 @@ class Stream:
         download_timeout: seconds per attempt (dataset default if None).
         validate_hash: hash algorithm to check downloaded files against.
         keep_zip: keep compressed files after decompressing them.
+        columns: for Parquet files indexed in place, the only columns to read (and fetch:
+            only their bytes leave the remote); None for all.
 
     `proportion`, `repeat` and `choose` read as in the reference: the weight given, then all
     three once a dataset derived them (`derived_weights`); one neither given nor derived is an
@@ -75,6 +80,7 @@ class Stream:
         download_timeout: float | None = None,
         validate_hash: str | None = None,
         keep_zip: bool | None = None,
+        columns: Sequence[str] | None = None,
     ) -> None:
         self.remote = remote
         self._local = local
@@ -91,6 +97,13 @@ class Stream:
         self._keep_zip = keep_zip
         self._inherited: dict[str, Any] = {}  # the dataset's values for the knobs left None
         self.validate_hash = validate_hash
+        if columns is not None:
+            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"`columns` must be a list of column names, got {columns!r}.")
+            if not columns or len(set(columns)) != len(columns):
+                raise ValueError(f"`columns` must name at least one column, each once: "
+                                 f"{list(columns)!r}.")
+        self.columns = tuple(columns) if columns is not None else None
         self.local = local if local is not None else self._get_temporary_directory()
         self._store: Any | None = None
         self._index_size: int | None = None  # bytes of the index loaded by `get_shards`
@@ -288,6 +301,7 @@ class Stream:
                 raise naming_index(err, loaded.where) from None
             if len(loaded.entries) >= TABLE_MIN_SHARDS:
                 cache.save_table(shards.table)
+        shards.set_read_options(ReadOptions(self.columns, in_place=not self.has_remote_copy))
         unsafe = shards.table.unsafe
         if not allow_unsafe_types and unsafe.any():  # the first unsafe shard raises its error
             shards[int(np.argmax(unsafe))].validate(allow_unsafe_types)
@@ -323,7 +337,9 @@ class Stream:
         listing = list_files(self.local_dir)
         keep_zip = self.safe_keep_zip
         tables = shards.part_tables() if isinstance(shards, ShardReaders) else [None]
-        if len(tables) == 1 and tables[0] is not None:
+        # A stream read with options (a projection, files in place) may have other files than
+        # its table names: each reader says what it has.
+        if len(tables) == 1 and tables[0] is not None and "parquet" not in tables[0].formats:
             prefix = os.path.join(self.local_dir, "")
             names = [path[len(prefix):] for path in listing if path.startswith(prefix)]
             present, check = tables[0].present(names, keep_zip)
@@ -333,6 +349,8 @@ class Stream:
             todo = range(len(shards))
         for i in todo:
             cache_usage_per_shard[i] = shards[i].set_up_local(listing, keep_zip)
+        if len(tables) == 1 and tables[0] is not None and "parquet" in tables[0].formats:
+            drop_other_projections(shards, listing)
 
     def get_index_size(self) -> int:
         """Bytes of this stream's index.json (as loaded: the cached copy may not be written yet)."""
@@ -349,6 +367,17 @@ class Stream:
         state["_store"] = None  # stores rebuild their clients in the new process
         state["_pending_index"] = None  # the node's set-up is done before workers exist
         return state
+
+
+def drop_other_projections(shards: Sequence[Reader], listing: set[str]) -> None:
+    """Delete the projected copies of Parquet shards this stream no longer reads (another
+    `columns=` than last time): no reader counts them, so they would fill the cache unseen."""
+    wanted = {reader.files.path(info) for reader in shards for pair in reader.files.pairs
+              for info in pair if info is not None}
+    for path in listing:
+        if is_projected_copy(path) and path not in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 streams_registry: TypedRegistry[type[Stream]] = create_registry(

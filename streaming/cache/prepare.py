@@ -12,13 +12,20 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from streaming.errors import HashMismatchError, ShardFormatError, ShardUnavailableError
+from streaming.atomic import replacing
+from streaming.errors import (
+    HashMismatchError,
+    ShardFormatError,
+    ShardUnavailableError,
+    SourceChangedError,
+)
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
 from streaming.format.index import FileInfo
-from streaming.format.shard_files import ShardFiles
+from streaming.format.parquet.footer import footer_digest
+from streaming.format.shard_files import ShardFiles, SourceRanges
 from streaming.hashing import fast_hash_of, get_hash
-from streaming.storage.transfer import fetch
+from streaming.storage.transfer import fetch, read_range
 
 __all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "prepare_shard_files",
            "unavailable"]
@@ -161,10 +168,68 @@ def prepare_shard_files(src: ShardSource, files: ShardFiles) -> PrepareResult:
         FileNotFoundError: the file is missing remotely (or there is no remote).
         HashMismatchError: a file's digest differs from the index.
     """
+    if files.source_ranges is not None:
+        return _prepare_ranges(src, files, files.source_ranges)
     total = PrepareResult()
     for raw, zip_ in files.pairs:
         total += _prepare_part(src, files, raw, zip_)
     return total
+
+
+_RANGE_PIECE = 16 << 20  # bytes asked for at once: bounds the memory a big range takes
+
+
+def _prepare_ranges(src: ShardSource, files: ShardFiles, spec: SourceRanges) -> PrepareResult:
+    """Fetch the shard's byte ranges of its remote file into a sparse copy (see `SourceRanges`),
+    check the footer's digest, and only then give the copy its final name."""
+    raw = files.pairs[0][0]
+    path = files.path(raw)
+    if os.path.isfile(path):
+        return PrepareResult()
+    if src.store is None:
+        raise FileNotFoundError(
+            f"No `remote` provided, but local file {path} does not exist either")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    url = src.store.url_for(spec.source)
+    start = time.perf_counter()
+    if spec.whole:  # one object: streamed to disk, size checked, then its footer
+        result = fetch(src.store, spec.source, path, retries=src.retries, timeout=src.timeout,
+                       expected_size=spec.source_bytes)
+        with open(path, "rb") as f:
+            f.seek(spec.source_bytes - spec.footer_bytes)
+            footer = f.read()
+        if footer_digest(footer) != spec.footer_digest:
+            os.remove(path)
+            raise _changed(url)
+        return PrepareResult(fetched_bytes=result.bytes, fetch_seconds=result.seconds,
+                             fetches=1, attempts=result.attempts)
+    fetched = 0
+    tail = b""
+    with replacing(path) as tmp, open(tmp, "w+b") as out:
+        out.truncate(spec.source_bytes)
+        for begin, end in spec.ranges:
+            for piece in range(begin, end, _RANGE_PIECE):
+                stop = min(piece + _RANGE_PIECE, end)
+                data = read_range(src.store, spec.source, piece, stop, retries=src.retries,
+                                  timeout=src.timeout)
+                if len(data) != stop - piece:  # the file is shorter than when indexed
+                    raise _changed(url)
+                out.seek(piece)
+                out.write(data)
+                fetched += len(data)
+                if stop == spec.source_bytes:
+                    tail = data
+        footer = tail[len(tail) - spec.footer_bytes:]
+        if len(footer) != spec.footer_bytes or footer_digest(footer) != spec.footer_digest:
+            raise _changed(url)
+    return PrepareResult(fetched_bytes=fetched, fetch_seconds=time.perf_counter() - start,
+                         fetches=1, attempts=1)
+
+
+def _changed(url: str) -> SourceChangedError:
+    return SourceChangedError(
+        f"{url} changed after it was indexed (its Parquet footer is not the one in the index): "
+        f"index its folder again (`streaming index`) to read the new file.")
 
 
 def unavailable(shard: int, files: ShardFiles, src: ShardSource,

@@ -8,7 +8,7 @@ from streaming._version import __version__
 from streaming.cli.plan_commands import plan_command, simulate_command
 from streaming.cli.read_commands import head_command, inspect_command, validate_command
 from streaming.cli.tool_commands import bench_command, clean_command, doctor_command
-from streaming.cli.write_commands import convert_command, merge_index_command
+from streaming.cli.write_commands import convert_command, index_command, merge_index_command
 
 __all__ = ["cli"]
 
@@ -24,5 +24,5 @@ def cli() -> None:
 
 for command in (convert_command, inspect_command, validate_command, head_command,
                 merge_index_command, bench_command, doctor_command, plan_command,
-                simulate_command, clean_command):
+                simulate_command, clean_command, index_command):
     cli.add_command(command)

@@ -14,7 +14,7 @@ import click
 
 from streaming.cli.output import emit, fail, json_option
 
-__all__ = ["convert_command", "merge_index_command"]
+__all__ = ["convert_command", "index_command", "merge_index_command"]
 
 
 def _parse_columns(ctx: click.Context, param: click.Parameter,
@@ -146,3 +146,38 @@ def merge_index_command(root: str, remote: str | None, drop_local: bool, strict:
           "skipped": report.skipped}, as_json, lambda _: _render_merge(report))
     if strict and report.skipped:
         raise SystemExit(1)
+
+
+@click.command("index")
+@click.argument("folder")
+@click.option("--out", default=None, metavar="DIR_OR_URL",
+              help="Write index.json here instead of into FOLDER (for a folder you cannot "
+                   "write to, such as a Hugging Face dataset: give the stream's local cache).")
+@click.option("--split", default=None,
+              help="Only the files of this split, in a Hugging Face Hub layout.")
+@click.option("--shard-size", "shard_size", default="64mb", show_default=True,
+              help="Target compressed bytes per shard (whole row groups).")
+@click.option("--workers", default=32, show_default=True, help="Footers read at once.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+@json_option
+def index_command(folder: str, out: str | None, split: str | None, shard_size: str,
+                  workers: int, progress: bool, as_json: bool) -> None:
+    """Index the Parquet files under FOLDER (a path or URL) to stream them in place.
+
+    Reads only each file's footer; afterwards StreamingDataset(remote=FOLDER, local=...)
+    reads the files like an MDS dataset, with Stream(columns=[...]) fetching only the
+    columns asked for. Run it again after the files change."""
+    from streaming.convert.parquet_index import index_parquet
+
+    try:
+        result = index_parquet(folder, out=out, split=split, shard_bytes=shard_size,
+                               workers=workers, progress=progress and not as_json)
+    except (OSError, ValueError) as err:
+        fail(str(err))
+    data = {"index": result.index, "files": result.files, "shards": result.shards,
+            "rows": result.rows, "bytes": result.bytes, "empty": list(result.empty),
+            "seconds": round(result.seconds, 3)}
+    emit(data, as_json, lambda d: (
+        f"Indexed {d['files']:,} Parquet file(s): {d['rows']:,} rows in {d['shards']:,} "
+        f"shard(s), {d['bytes']:,} bytes, in {d['seconds']} s -> {d['index']}"
+        + (f"\nLeft out {len(d['empty'])} file(s) without rows." if d["empty"] else "")))

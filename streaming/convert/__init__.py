@@ -25,6 +25,8 @@ _LAZY = {
     "FORMATS": "streaming.convert.api",
     "dataframe_to_mds": "streaming.convert.spark",
     "merge_index": "streaming.merge",
+    "index_parquet": "streaming.convert.parquet_index",
+    "ParquetIndexError": "streaming.convert.parquet_index",
 }
 
 __all__ = sorted(_LAZY)

@@ -20,6 +20,7 @@ from streaming.format.index import (
 )
 from streaming.format.jsonl import JSONReader, JSONWriter
 from streaming.format.mds import MDSReader, MDSWriter
+from streaming.format.parquet import ParquetReader
 from streaming.format.reader import JointReader, Reader, SplitReader
 from streaming.format.writer import JointWriter, SplitWriter, Writer
 from streaming.format.xsv import CSVReader, CSVWriter, TSVReader, TSVWriter, XSVReader, XSVWriter
@@ -34,6 +35,7 @@ __all__ = [
     "JointWriter",
     "MDSReader",
     "MDSWriter",
+    "ParquetReader",
     "Reader",
     "SplitReader",
     "SplitWriter",
@@ -53,6 +55,7 @@ _readers: dict[str, type[Reader]] = {
     "csv": CSVReader,
     "json": JSONReader,
     "mds": MDSReader,
+    "parquet": ParquetReader,
     "tsv": TSVReader,
     "xsv": XSVReader,
 }

@@ -24,6 +24,8 @@ __all__ = [
     "check_basename",
     "check_unique_files",
     "check_version",
+    "IN_PLACE_VERSION",
+    "dump_in_place_index",
     "dump_index",
     "get_index_basename",
     "load_index",
@@ -35,6 +37,10 @@ __all__ = [
 
 INDEX_BASENAME = "index.json"
 INDEX_VERSION = 2
+# The top-level `version` of an index over files read in place (Parquet). Its shard entries are
+# version 2 like any other, but an MDS-only reader (the reference) must refuse the folder rather
+# than misread it: it checks this field first and says "Unsupported streaming data version: ...".
+IN_PLACE_VERSION = "parquet-in-place (read it with shardstream)"
 
 # Keys every shard entry has, whatever its format; everything else is format-specific config.
 _COMMON_KEYS = frozenset(
@@ -246,6 +252,11 @@ def dump_index(shards: Sequence[Mapping[str, Any]]) -> str:
     return json.dumps({"version": INDEX_VERSION, "shards": list(shards)}, sort_keys=True)
 
 
+def dump_in_place_index(shards: Sequence[Mapping[str, Any]]) -> str:
+    """Serialise the index of files read in place (see `IN_PLACE_VERSION`)."""
+    return json.dumps({"version": IN_PLACE_VERSION, "shards": list(shards)}, sort_keys=True)
+
+
 def read_index_objects(text: str | bytes, filename: str = INDEX_BASENAME) -> list[dict[str, Any]]:
     """Parse index.json text and check its top level, returning the raw shard dicts.
 
@@ -269,7 +280,8 @@ def read_index_objects(text: str | bytes, filename: str = INDEX_BASENAME) -> lis
         raise IndexFormatError(prefix + f"Expected a JSON object, got {type(obj).__name__}.")
     if "version" not in obj:
         raise IndexFormatError(f"Index file at {filename} is missing the field `version`.")
-    check_version(obj["version"])
+    if obj["version"] != IN_PLACE_VERSION:
+        check_version(obj["version"])
     shards = obj.get("shards")
     if not isinstance(shards, list) or not all(isinstance(s, dict) for s in shards):
         raise IndexFormatError(

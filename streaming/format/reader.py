@@ -21,6 +21,7 @@ from streaming.array import Array
 from streaming.errors import IndexFormatError, ShardFormatError, StreamingError
 from streaming.format.fileio import map_file, open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
+from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import RAW, ZIP, ShardFiles
 from streaming.units import bytes_to_int
 
@@ -128,6 +129,19 @@ class Reader(Array, ABC):
         name = raw.get("basename") if isinstance(raw, Mapping) else None
         where = f"Shard entry {name!r}" if name else "Shard entry"
         return cls.from_entry(dirname, split, ShardEntry.from_json(obj, where))
+
+    def apply_read_options(self, options: ReadOptions) -> None:
+        """Read as `options` asks (see `ReadOptions`); shards written by our writers are always
+        read from the cache as they are, and have no column projection.
+
+        Raises:
+            ValueError: a projection (`columns`) asked of a format without one.
+        """
+        if options.columns is not None:
+            raise ValueError(
+                f"`columns=` selects the columns of Parquet files read in place; this stream's "
+                f"shards are {self.format!r} shards (read every column and drop the others in "
+                "a transform).")
 
     def validate(self, allow_unsafe_types: bool) -> None:
         """Refuse shards that are unsafe to decode unless allowed (no-op for most formats)."""

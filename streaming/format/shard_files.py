@@ -10,17 +10,48 @@ shared state.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from streaming.format.index import FileInfo, ShardEntry, check_basename
 
-__all__ = ["RAW", "ZIP", "ShardFiles", "drop_changed_files", "list_files"]
+__all__ = ["RAW", "ZIP", "ShardFiles", "SourceRanges", "drop_changed_files", "list_files"]
 
 RAW, ZIP = 0, 1  # which form, as an index into a (raw, zip) file pair
 
 FilePair = tuple[FileInfo, "FileInfo | None"]
+
+
+@dataclass(frozen=True)
+class SourceRanges:
+    """Where a shard's one raw file comes from when it is part of a bigger remote file.
+
+    A Parquet shard read in place (`streaming.format.parquet`) is some row groups (and maybe
+    some columns) of a file at the remote: its cache file is a sparse copy of that file holding
+    only `ranges` at their own offsets (so Parquet readers open it as the file itself), and its
+    footer must hash to `footer_digest` (else the file changed after it was indexed).
+
+    Attributes:
+        source: the remote file, relative to the stream's remote directory.
+        source_bytes: the remote file's size (the sparse copy's length).
+        ranges: sorted, disjoint ``(start, end)`` byte ranges to fetch, the footer's included.
+        footer_digest: `streaming.format.parquet.footer.footer_digest` of the last
+            `footer_bytes` bytes of the file.
+        footer_bytes: bytes of the footer, its length and magic included.
+    """
+
+    source: str
+    source_bytes: int
+    ranges: tuple[tuple[int, int], ...]
+    footer_digest: str
+    footer_bytes: int
+
+    @property
+    def whole(self) -> bool:
+        """Whether the ranges cover the whole file (then it is downloaded as one object)."""
+        return self.ranges == ((0, self.source_bytes),)
 
 
 @dataclass(frozen=True)
@@ -31,11 +62,13 @@ class ShardFiles:
         local_dir: the stream's cache directory (dataset dir + split).
         pairs: (raw, zip-or-None) per file of the shard, meta before data.
         compression: the zip form's compression spec (``"zstd:7"``), None if it has none.
+        source_ranges: for a shard that is part of a bigger remote file, which bytes of it.
     """
 
     local_dir: str
     pairs: tuple[FilePair, ...]
     compression: str | None
+    source_ranges: SourceRanges | None = None
 
     @property
     def compressed(self) -> bool:
@@ -167,4 +200,8 @@ def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
         if os.path.exists(path):
             os.remove(path)
             removed.append(basename)
+        # A shard read in place also leaves projected copies `<name>.c<key>` (Parquet).
+        for copy in glob.glob(glob.escape(path) + ".c" + "[0-9a-f]" * 8):
+            os.remove(copy)
+            removed.append(os.path.relpath(copy, local_dir))
     return removed

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from streaming.errors import IndexFormatError, UnsafeTypeError
 from streaming.format.index import ShardEntry, parse_index
+from streaming.format.read_options import ReadOptions
 from streaming.format.shard_table import TABLE_MIN_SHARDS, TABLE_SUFFIX, ShardTable, index_key
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class _Part:
                  readers: Sequence[Reader] | None) -> None:
         self.table, self.dirname, self.split = table, dirname, split
         self.readers = readers
+        self.options = ReadOptions()  # how its readers read (see `ShardReaders.set_read_options`)
 
     def __len__(self) -> int:
         return len(self.table) if self.table is not None else len(self.readers or ())
@@ -158,6 +160,9 @@ class ShardReaders(Sequence["Reader"]):
             reader = self._parts[which].build(index - int(self._starts[which]))
             if self._bytes_as_views:
                 reader.bytes_as_views = True
+            options = self._parts[which].options
+            if options != ReadOptions():
+                reader.apply_read_options(options)
             self._built[index] = reader
             return reader
 
@@ -167,6 +172,17 @@ class ShardReaders(Sequence["Reader"]):
         self._bytes_as_views = enabled
         for reader in self.built():
             reader.bytes_as_views = enabled
+
+    def set_read_options(self, options: ReadOptions) -> None:
+        """Have every reader (built or to be built) read as `options` asks.
+
+        Raises:
+            ValueError: an option a shard's format cannot honour (see `Reader.apply_read_options`).
+        """
+        for part in self._parts:
+            part.options = options
+        for reader in self.built():
+            reader.apply_read_options(options)
 
     def __iter__(self) -> Iterator[Reader]:
         for index in range(len(self._built)):

@@ -27,7 +27,7 @@ from streaming.retries import call_with_retries as retrying
 from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
-           "fetch", "read", "push", "is_retryable", "call_with_retries"]
+           "fetch", "read", "read_range", "push", "is_retryable", "call_with_retries"]
 
 logger = logging.getLogger(__name__)
 
@@ -230,6 +230,24 @@ def read(store: Store, path: str, *, retries: int = 2, timeout: float | None = D
     url = store.url_for(path)
     data, _ = call_with_retries(lambda: _within(timeout, lambda: store.get(path), f"Reading {url}"),
                                 retries=retries, backoff=backoff, what=f"Reading {url}")
+    return data
+
+
+def read_range(store: Store, path: str, start: int, end: int, *, retries: int = 2,
+               timeout: float | None = DEFAULT_TIMEOUT, backoff: float = 1.0) -> bytes:
+    """Bytes ``[start, end)`` of the object at `path`, with the retries and per-attempt timeout
+    of `fetch` (fewer bytes only if the object is shorter: the caller decides what that means).
+
+    Raises:
+        FileNotFoundError: the object does not exist (not retried; names the URL).
+        PermissionError: access was refused (not retried).
+        TransferError: every attempt failed with a transient error (names the URL).
+    """
+    url = store.url_for(path)
+    what = f"Reading bytes {start}-{end} of {url}"
+    data, _ = call_with_retries(
+        lambda: _within(timeout, lambda: store.get_range(path, start, end), what),
+        retries=retries, backoff=backoff, what=what)
     return data
 
 
