@@ -48,10 +48,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from streaming.convert.parquet_index import index_parquet
     from streaming.dataset import StreamingDataset
     from streaming.format.jsonl.writer import JSONWriter
     from streaming.format.mds.writer import MDSWriter
-    from streaming.convert.parquet_index import index_parquet
     from streaming.format.xsv.writer import CSVWriter, TSVWriter, XSVWriter
     from streaming.loader import StreamingDataLoader
     from streaming.local import LocalDataset

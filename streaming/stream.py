@@ -21,9 +21,9 @@ from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.dataset_config import StreamDefaults
 from streaming.errors import IndexFormatError
 from streaming.format.index import get_index_basename, naming_index
-from streaming.format.shard_files import list_files
 from streaming.format.parquet.reader import is_projected_copy
 from streaming.format.read_options import ReadOptions
+from streaming.format.shard_files import list_files
 from streaming.format.shard_readers import ShardReaders, build_readers
 from streaming.format.shard_table import TABLE_MIN_SHARDS
 from streaming.order.weighting import (

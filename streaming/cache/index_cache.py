@@ -20,7 +20,12 @@ from typing import Any
 
 from streaming.errors import IndexFormatError, RemoteUnavailableWarning
 from streaming.format.fileio import write_atomic
-from streaming.format.index import ShardEntry, get_index_basename, parse_index
+from streaming.format.index import (
+    IN_PLACE_VERSION,
+    ShardEntry,
+    get_index_basename,
+    parse_index,
+)
 from streaming.format.shard_files import drop_changed_files
 from streaming.format.shard_table import (
     TABLE_MIN_SHARDS,
@@ -110,6 +115,10 @@ class IndexCache:
         except Exception as err:  # gone, unreachable, refused: train from the cache if we can
             if not os.path.isfile(self.path):
                 raise
+            if isinstance(err, FileNotFoundError) and self._cached_in_place():
+                # An index over files in place written into the cache (`index_parquet(out=)`)
+                # for a remote one cannot write to, such as a Hugging Face dataset: expected.
+                return self._cached()
             warnings.warn(RemoteUnavailableWarning(
                 f"Could not read the index of {self.remote} ({type(err).__name__}: {err}); "
                 f"using the cached copy {self.path}. Shards already in the cache are used as they "
@@ -120,6 +129,11 @@ class IndexCache:
         if table is None and len(text) >= _TABLE_MIN_TEXT:
             table = self._fetch_table(loaded.key)
         return self._with_table(loaded, table)
+
+    def _cached_in_place(self) -> bool:
+        with open(self.path, "rb") as f:
+            head = f.read(4096)
+        return IN_PLACE_VERSION.encode() in head
 
     def _fetch_table(self, key: str) -> ShardTable | None:
         """Copy the remote's binary table (written by our writers beside a big index) into the

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from streaming.errors import IndexFormatError, ShardFormatError, SourceChangedError
+from streaming.errors import IndexFormatError, SourceChangedError
 from streaming.format.index import FileInfo, ShardEntry, check_basename
 from streaming.format.parquet.decode import Column, decode_column
 from streaming.format.parquet.footer import footer_digest, merge_ranges, parse_footer
@@ -317,7 +317,7 @@ class ParquetReader(JointReader):
                 first = arrays[0]
                 assert first is not None
                 column = np.empty((len(indices), *first.shape[1:]), first.dtype)
-                for (g, where), array in zip(parts, arrays):
+                for (_, where), array in zip(parts, arrays):
                     column[where] = array[rows[where]]  # type: ignore[index]
                 out[name] = column
             else:
