@@ -44,8 +44,14 @@ SPECS = {
     "litdata": VenvSpec(
         "litdata",
         "STREAMING_BENCH_LITDATA_PYTHON",
-        (tuple(_TORCH_PAIR), ("litdata",)),
+        (tuple(_TORCH_PAIR), ("litdata", "polars", "pyarrow")),  # polars: its Parquet index
         "import litdata",
+    ),
+    "hfdatasets": VenvSpec(  # Hugging Face `datasets`, for the Parquet comparison
+        "hfdatasets",
+        "STREAMING_BENCH_HF_PYTHON",
+        (("torch==2.13.0",), ("datasets",)),
+        "import datasets, torch",
     ),
 }
 
