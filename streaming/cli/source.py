@@ -13,6 +13,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.format import Reader, reader_for_entry
 from streaming.format.compression import decompress
 from streaming.format.fileio import write_atomic
@@ -22,6 +23,7 @@ from streaming.format.index import (
     parse_index,
     read_index_objects,
 )
+from streaming.format.read_options import ReadOptions
 from streaming.storage import fetch, open_store
 from streaming.storage.urls import scheme_of
 
@@ -93,6 +95,8 @@ class DatasetSource:
         """
         entry = ShardEntry.from_json(obj)
         local = self.local_dir
+        if entry.format == "parquet":  # Parquet indexed in place: no files of its own
+            return self._in_place_reader(entry, scratch)
         pairs = [(entry.raw_meta, entry.zip_meta), (entry.raw_data, entry.zip_data)]
         if local is not None and all(
                 raw is None or os.path.exists(os.path.join(local, raw.basename))
@@ -103,6 +107,19 @@ class DatasetSource:
                 materialize(self, raw.basename, packed.basename if packed else None,
                             entry.compression, scratch)
         return reader_for_entry(scratch, None, entry)
+
+
+    def _in_place_reader(self, entry: ShardEntry, scratch: str) -> Reader:
+        """A Parquet shard read where its file lies (a local folder), or through a sparse copy
+        of its byte ranges fetched into `scratch`."""
+        if self.local_dir is not None:
+            reader = reader_for_entry(self.local_dir, None, entry)
+            reader.apply_read_options(ReadOptions(in_place=True))
+            return reader
+        reader = reader_for_entry(scratch, None, entry)
+        prepare_shard_files(ShardSource(scratch, self.store(), False, None, 2, 60.0),
+                            reader.files)
+        return reader
 
 
 def materialize(source: DatasetSource, raw: str, packed: str | None, compression: str | None,

@@ -162,3 +162,18 @@ def test_cli_index(tmp_path) -> None:
     assert report["files"] == 3 and report["rows"] == 90
     bad = CliRunner().invoke(cli, ["index", str(tmp_path / "missing")])
     assert bad.exit_code != 0 and "No Parquet files" in bad.output
+
+
+def test_cli_head_and_validate_read_in_place(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from streaming.cli.app import cli
+
+    folder = write_folder(str(tmp_path / "d"), 60, files=2, columns=["id", "name"])
+    index_parquet(folder)
+    head = CliRunner().invoke(cli, ["head", folder, "-n", "2"])
+    assert head.exit_code == 0, head.output
+    assert '"name": "row-1"' in head.output
+    checked = CliRunner().invoke(cli, ["validate", folder, "--json"])
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.output[checked.output.index("{"):])["samples"] == 60

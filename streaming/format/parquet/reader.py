@@ -232,7 +232,8 @@ class ParquetReader(JointReader):
             raise self._corrupt(info, f"its row groups hold {starts[-1]} rows, the index says "
                                       f"{self.samples}.")
         try:
-            file = pq.ParquetFile(path, metadata=metadata, memory_map=True)
+            file = pq.ParquetFile(path, metadata=metadata, memory_map=True,
+                                  page_checksum_verification=True)  # if written with CRCs
         except (OSError, pa.ArrowException) as err:
             raise self._corrupt(info, str(err).split("\n", 1)[0]) from None
         return _Open(file, groups, starts, {})
