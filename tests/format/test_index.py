@@ -119,7 +119,7 @@ _DROP = object()
         ({"compression": 3}, "malformed `compression`"),
         ({"version": 1}, "Unsupported streaming data version: 1"),
         ({"column_sizes": _DROP}, r"missing the field\(s\) \['column_sizes'\]"),
-        ({"format": "parquet"}, "Unsupported data format"),
+        ({"format": "orc"}, "Unsupported data format"),
         ({"format": "json", "columns": {}, "newline": "\n"},
          r"missing the field\(s\) \['raw_meta'\]"),
         ({"raw_data": "shard.00000.mds"}, "malformed `raw_data`"),
