@@ -30,6 +30,8 @@ _LAZY = {
     "index_parquet": "streaming.convert.parquet_index:index_parquet",
 }
 _SUBPACKAGES = ("vision", "text", "multimodal", "base")
+# `__all__` stays the reference's (star-imports and tests written against it see the same
+# names); our additions (`index_parquet`) are attributes all the same.
 
 __all__ = [
     "CSVWriter",
@@ -41,7 +43,6 @@ __all__ = [
     "StreamingDataset",
     "TSVWriter",
     "XSVWriter",
-    "index_parquet",
     "multimodal",
     "text",
     "vision",
@@ -102,4 +103,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_LAZY))
