@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from streaming.convert.parquet_index import index_parquet
+    from streaming.convert.parquet_index import index_parquet as index_parquet
     from streaming.dataset import StreamingDataset
     from streaming.format.jsonl.writer import JSONWriter
     from streaming.format.mds.writer import MDSWriter
