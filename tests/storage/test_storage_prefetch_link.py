@@ -56,7 +56,10 @@ def test_a_high_latency_link_gets_concurrent_fetches(
     monkeypatch.delenv(MAX_FETCHES_ENV, raising=False)
     proxy.reset(Fault("latency", delay=LATENCY))
     assert _epoch(url, tmp_path / "grown") == list(range(N))
-    assert proxy.connections >= 4  # 1 -> 2 -> 4 fetches at once, each on its own connection
+    # 1 -> 2 (-> 4...) fetches at once, each on its own connection, plus the index's. On a
+    # loaded machine the sizer may rightly stop at 2 (the CPU, not the link, is then full: it
+    # happened in a full-suite run), so the test asks for growth, not for a count.
+    assert proxy.connections >= 3
 
 
 @pytest.mark.timeout(180)
