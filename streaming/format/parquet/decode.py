@@ -52,6 +52,30 @@ class _Values(Column):
         self.rows, self.array = rows, array
 
 
+class _Numbers(Column):
+    """Numbers without nulls: one array; the Python values are made only if rows are asked
+    for (the batched path gathers from `array` and never makes them)."""
+
+    def __init__(self, values: np.ndarray, array: np.ndarray) -> None:
+        self._values, self.array = values, array
+
+    def _made(self) -> list[Any]:
+        rows = self.rows
+        if rows is None:
+            rows = self.rows = self._values.tolist()
+        return rows
+
+    def row(self, i: int) -> Any:
+        return self._made()[i]
+
+    def take(self, rows: Sequence[int]) -> list[Any]:
+        values = self._made()
+        return [values[i] for i in rows]
+
+    def span(self, start: int, stop: int) -> list[Any]:
+        return self._made()[start:stop]
+
+
 class _NumericLists(Column):
     """Numeric lists: one flat writable buffer, each row a view of its slice."""
 
@@ -129,15 +153,15 @@ def _scalars(array: Any) -> Column:
     filled = array.fill_null(False if t.is_boolean(array.type) else 0) if valid is not None \
         else array
     values = filled.to_numpy(zero_copy_only=False)
-    rows = values.tolist()
     if valid is not None:
+        rows = values.tolist()
         for i in np.flatnonzero(~valid).tolist():
             rows[i] = None
         return _Values(rows)
     kind = values.dtype.kind
     # What default_collate makes of the Python values: int64, float64 or bool tensors.
     collated = np.dtype(np.int64 if kind in "iu" else np.float64 if kind == "f" else np.bool_)
-    return _Values(rows, values.astype(collated, copy=False))
+    return _Numbers(values, values.astype(collated, copy=False))
 
 
 def _lists(array: Any) -> Column:
