@@ -102,6 +102,11 @@ def test_projection_fetches_only_its_columns(server, remote, tmp_path) -> None:
         assert ds[5] == {"score": 1.25}
     cached = [n for n in os.listdir(tmp_path / "c") if n != "index.json"]
     assert len(cached) == 1
+    # and all columns again: the projection's copy goes, the shard's whole copy comes
+    with StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=8) as ds:
+        assert ds[5]["score"] == 1.25
+    cached = [n for n in os.listdir(tmp_path / "c") if n != "index.json"]
+    assert len(cached) == 1 and ".c" not in cached[0].rsplit(".rg", 1)[1]
 
 
 @pytest.mark.timeout(120)

@@ -28,14 +28,15 @@ from streaming.format.read_options import ReadOptions
 from streaming.format.reader import JointReader
 from streaming.format.shard_files import ShardFiles, SourceRanges
 
-__all__ = ["ParquetReader", "is_projected_copy", "projection_key"]
+__all__ = ["ParquetReader", "is_shard_copy", "projection_key"]
 
-_PROJECTED = re.compile(r"\.rg\d+-\d+\.c[0-9a-f]{8}$")
+_COPY = re.compile(r"\.[0-9a-f]{12}\.rg\d+-\d+(\.c[0-9a-f]{8})?$")
 
 
-def is_projected_copy(path: str) -> bool:
-    """Whether a cache file is a projection's copy of a shard (`<shard>.c<projection_key>`)."""
-    return _PROJECTED.search(path) is not None
+def is_shard_copy(path: str) -> bool:
+    """Whether a cache file is a shard's copy of its Parquet file: all columns
+    (`<file>.<digest>.rg<a>-<b>`) or a projection's (`...rg<a>-<b>.c<projection_key>`)."""
+    return _COPY.search(path) is not None
 
 
 def projection_key(columns: tuple[str, ...]) -> str:
