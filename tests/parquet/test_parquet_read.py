@@ -142,3 +142,24 @@ def test_reference_refuses_the_folder_clearly() -> None:
     # The reference checks the top-level version first and prints it in its message.
     assert "parquet" in IN_PLACE_VERSION and "shardstream" in IN_PLACE_VERSION
     assert IN_PLACE_VERSION != 2
+
+
+def test_decoded_row_groups_stay_within_the_budget(folder, monkeypatch) -> None:
+    import gc
+
+    from streaming.format.parquet.budget import decoded_budget
+
+    gc.collect()
+    baseline = decoded_budget.used
+    monkeypatch.setattr(decoded_budget, "_limit", 1)  # only the group read last is kept
+    with StreamingDataset(local=folder, batch_size=4, shuffle=True) as ds:
+        ids = [s["id"] for s in ds]
+        assert sorted(ids) == list(range(230))
+        for i in (3, 200, 3, 77):
+            check(ds[i], i)
+        kept = sum(len(r._state.decoded) for r in ds.shards.built() if r._state is not None)
+        assert kept == 1
+    monkeypatch.setattr(decoded_budget, "_limit", None)
+    del ds
+    gc.collect()
+    assert decoded_budget.used <= baseline  # closed shards give their bytes back

@@ -7,7 +7,8 @@ bytes; with a projection (`ReadOptions.columns`) only the projected columns' chu
 into a copy of its own. A folder read where it lies (no remote) is read in place. Every open
 checks the footer against the index's digest, so rows are never read through a stale index.
 
-Row groups are decoded when first touched and kept while the shard is open (`decode`).
+Row groups are decoded when first touched (`decode`) and kept while the shard is open, within
+one process-wide budget of decoded bytes (`budget`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from streaming.errors import IndexFormatError, SourceChangedError
 from streaming.format.index import FileInfo, ShardEntry, check_basename
+from streaming.format.parquet.budget import DecodedGroups, decoded_budget
 from streaming.format.parquet.decode import Column, decode_column
 from streaming.format.parquet.footer import footer_digest, merge_ranges, parse_footer
 from streaming.format.parquet.types import unsupported_reason
@@ -57,7 +59,7 @@ class _Open(NamedTuple):
     file: Any  # pyarrow.parquet.ParquetFile
     groups: list[int]  # the file's row groups this shard covers
     starts: np.ndarray  # int64[len(groups) + 1]: the first sample of each group
-    decoded: dict[int, dict[str, Column]]  # position in `groups` -> its columns
+    decoded: DecodedGroups  # position in `groups` -> its columns (within `decoded_budget`)
 
 
 class ParquetReader(JointReader):
@@ -237,14 +239,16 @@ class ParquetReader(JointReader):
                                   page_checksum_verification=True)  # if written with CRCs
         except (OSError, pa.ArrowException) as err:
             raise self._corrupt(info, str(err).split("\n", 1)[0]) from None
-        return _Open(file, groups, starts, {})
+        return _Open(file, groups, starts, DecodedGroups())
 
     def _group(self, state: _Open, which: int) -> dict[str, Column]:
         """The decoded columns of the shard's `which`-th row group (decoded once per open)."""
         import pyarrow as pa
 
         columns = state.decoded.get(which)
-        if columns is None:
+        if columns is not None:
+            decoded_budget.touch(state.decoded, which)
+        else:
             try:
                 table = state.file.read_row_group(state.groups[which],
                                                   columns=list(self._read_columns),
@@ -262,7 +266,7 @@ class ParquetReader(JointReader):
                         f"{field.type}, which samples cannot hold ({reason}); leave it out "
                         "with `columns=[...]`.")
             columns = {name: decode_column(table.column(name)) for name in self._read_columns}
-            state.decoded[which] = columns
+            decoded_budget.add(state.decoded, which, columns, table.nbytes)
         return columns
 
     # -- samples -------------------------------------------------------------------------------
