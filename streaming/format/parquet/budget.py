@@ -22,7 +22,7 @@ BUDGET_ENV = "STREAMING_PARQUET_DECODED_BYTES"
 _DEFAULT = 512 << 20
 
 
-class DecodedGroups(dict):  # type: ignore[type-arg]
+class DecodedGroups(dict[int, Any]):
     """One open shard's decoded row groups (position -> columns), registered in the budget."""
 
 
