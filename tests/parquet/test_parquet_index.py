@@ -137,17 +137,45 @@ def test_unsupported_types_are_recorded_and_refused_by_name(tmp_path) -> None:
     folder = str(tmp_path / "d")
     os.makedirs(folder)
     pq.write_table(pa.table({"id": pa.array(np.arange(10)),
-                             "when": pa.array(np.arange(10).astype("datetime64[us]"))}),
+                             "at": pa.array([1, 2] * 5, pa.time64("us"))}),
                    os.path.join(folder, "a.parquet"))
     index_parquet(folder)
-    assert entries(folder)[0]["unsupported"] == {"when": "timestamp[us]"}
-    with pytest.raises(ValueError, match=r"Column 'when' of a.parquet has type timestamp\[us\]"):
+    assert entries(folder)[0]["unsupported"] == {"at": "time64[us]"}
+    with pytest.raises(ValueError, match=r"Column 'at' of a.parquet has type time64\[us\]"):
         with StreamingDataset(local=folder, batch_size=2) as ds:
             ds[0]
     from streaming import Stream
 
     with StreamingDataset(streams=[Stream(local=folder, columns=["id"])], batch_size=2) as ds:
         assert [s["id"] for s in ds] == list(range(10))
+
+
+def test_timestamps_dates_durations_and_decimals(tmp_path) -> None:
+    import datetime
+    import decimal
+
+    folder = str(tmp_path / "d")
+    os.makedirs(folder)
+    stamps = np.array(["2026-01-02T03:04:05.123456789", "NaT"], "datetime64[ns]")
+    pq.write_table(pa.table({
+        "when": pa.array(stamps),
+        "zoned": pa.array([1_000_000, 2_000_000], pa.timestamp("us", tz="Europe/Paris")),
+        "day": pa.array([datetime.date(2026, 11, 25), None]),
+        "took": pa.array([1500, 2], pa.duration("ms")),
+        "price": pa.array([decimal.Decimal("12.34"), decimal.Decimal("-0.01")],
+                          pa.decimal128(6, 2)),
+    }), os.path.join(folder, "a.parquet"))
+    index_parquet(folder)
+    assert "unsupported" not in entries(folder)[0]
+    with StreamingDataset(local=folder, batch_size=2) as ds:
+        first, second = ds[0], ds[1]
+    assert first["when"] == np.datetime64("2026-01-02T03:04:05.123456789", "ns")
+    assert first["when"].dtype == np.dtype("datetime64[ns]")  # nanoseconds kept
+    assert first["zoned"] == np.datetime64(1_000_000, "us")  # UTC
+    assert first["day"] == np.datetime64("2026-11-25", "D")
+    assert first["took"] == np.timedelta64(1500, "ms")
+    assert first["price"] == decimal.Decimal("12.34")
+    assert second["when"] is None and second["day"] is None
 
 
 def test_cli_index(tmp_path) -> None:

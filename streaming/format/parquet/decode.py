@@ -2,7 +2,8 @@
 
 A sample is a dict of plain values: numbers and booleans as Python values, numeric lists and
 fixed-size lists as numpy arrays (views into one writable buffer per row group), strings as
-`str`, binary as `bytes`, structs as dicts, nulls as None. Each column is converted once per row
+`str`, binary as `bytes`, structs as dicts, timestamps (UTC), dates and durations as numpy
+`datetime64` / `timedelta64` scalars, decimals as `decimal.Decimal`, nulls as None. Each column is converted once per row
 group (C-level: numpy `tolist`, Arrow `to_pylist`), then rows are cheap lookups. Columns whose
 values are fixed-size numbers without nulls also keep one numpy array, so the batched path
 gathers them with one `take` (the same dtype `default_collate` gives the Python values).
@@ -137,13 +138,15 @@ def decode_column(array: Any) -> Column:
         return decode_column(array.dictionary_decode())
     if t.is_integer(kind) or t.is_floating(kind) or t.is_boolean(kind):
         return _scalars(array)
+    if t.is_timestamp(kind) or t.is_date(kind) or t.is_duration(kind):
+        return _moments(array)
     if t.is_struct(kind):
         names = [kind.field(i).name for i in range(kind.num_fields)]
         children = array.flatten()  # adjusted for the struct's offset
         return _Structs({n: decode_column(c) for n, c in zip(names, children)}, _validity(array))
     if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
         return _lists(array)
-    return _Values(array.to_pylist())  # strings, binary: Arrow makes the Python objects
+    return _Values(array.to_pylist())  # strings, binary, decimals: Arrow makes them
 
 
 def _scalars(array: Any) -> Column:
@@ -162,6 +165,18 @@ def _scalars(array: Any) -> Column:
     # What default_collate makes of the Python values: int64, float64 or bool tensors.
     collated = np.dtype(np.int64 if kind in "iu" else np.float64 if kind == "f" else np.bool_)
     return _Numbers(values, values.astype(collated, copy=False))
+
+
+def _moments(array: Any) -> Column:
+    """Timestamps (as UTC), dates and durations as numpy `datetime64` / `timedelta64` scalars
+    of the column's own unit: exact at any unit, the same with or without pandas installed."""
+    values = array.to_numpy(zero_copy_only=False)
+    rows = list(values)
+    valid = _validity(array)
+    if valid is not None:
+        for i in np.flatnonzero(~valid).tolist():
+            rows[i] = None
+    return _Values(rows)
 
 
 def _lists(array: Any) -> Column:

@@ -2,9 +2,10 @@
 
 Samples are dicts of plain values (see `streaming.format.parquet.decode`), so a column is
 readable when every value it can hold has such a form: numbers and booleans, strings, binary,
-lists and fixed-size lists of those, structs of those, and dictionary-encoded versions of any of
-them. Anything else (timestamps, decimals, maps, unions, ...) is refused with a message naming
-the column and its type, and `columns=` can leave it out.
+timestamps, dates, durations and decimals, lists and fixed-size lists of those, structs of
+those, and dictionary-encoded versions of any of them. Anything else (times of day, maps,
+unions, ...) is refused with a message naming the column and its type, and `columns=` can leave
+it out.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ def unsupported_reason(arrow_type: Any) -> str | None:
     if (t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_boolean(arrow_type)
             or t.is_string(arrow_type) or t.is_large_string(arrow_type)
             or t.is_binary(arrow_type) or t.is_large_binary(arrow_type)
-            or t.is_fixed_size_binary(arrow_type)):
+            or t.is_fixed_size_binary(arrow_type)
+            or t.is_timestamp(arrow_type) or t.is_date(arrow_type)
+            or t.is_duration(arrow_type) or t.is_decimal(arrow_type)):
         return None
     if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
         return unsupported_reason(arrow_type.value_type)
