@@ -3,8 +3,9 @@
 A sample is a dict of plain values: numbers and booleans as Python values, numeric lists and
 fixed-size lists as numpy arrays (views into one writable buffer per row group), strings as
 `str`, binary as `bytes`, structs as dicts, timestamps (UTC), dates and durations as numpy
-`datetime64` / `timedelta64` scalars, decimals as `decimal.Decimal`, nulls as None. Each column is converted once per row
-group (C-level: numpy `tolist`, Arrow `to_pylist`), then rows are cheap lookups. Columns whose
+`datetime64` / `timedelta64` scalars, decimals as `decimal.Decimal`, nulls as None. Each column
+is converted once per row group (C-level: numpy `tolist`, Arrow `to_pylist`), then rows are
+cheap lookups. Columns whose
 values are fixed-size numbers without nulls also keep one numpy array, so the batched path
 gathers them with one `take` (the same dtype `default_collate` gives the Python values).
 """
