@@ -44,8 +44,17 @@ SPECS = {
     "litdata": VenvSpec(
         "litdata",
         "STREAMING_BENCH_LITDATA_PYTHON",
-        (tuple(_TORCH_PAIR), ("litdata", "polars", "pyarrow")),  # polars: its Parquet index
+        (tuple(_TORCH_PAIR), ("litdata",)),
         "import litdata",
+    ),
+    # litdata's Parquet path needs polars and pyarrow, in a venv of its own: with pyarrow
+    # importable, litdata's 100 KB image reads ran at 1.9-2.1 GB/s instead of 4.6 (measured
+    # 2026-11-25), which would skew the runtime comparison against it.
+    "litdata_parquet": VenvSpec(
+        "litdata_parquet",
+        "STREAMING_BENCH_LITDATA_PARQUET_PYTHON",
+        (tuple(_TORCH_PAIR), ("litdata", "polars", "pyarrow")),
+        "import litdata, polars, pyarrow",
     ),
     "hfdatasets": VenvSpec(  # Hugging Face `datasets`, for the Parquet comparison
         "hfdatasets",

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, repeat = (40_000, 1) if args.quick else (args.rows, args.repeat)
     pythons: dict[str, str | None] = {"ours": sys.executable}
     reasons: dict[str, str] = {}
-    for impl, venv in (("litdata", "litdata"), ("hf", "hfdatasets")):
+    for impl, venv in (("litdata", "litdata_parquet"), ("hf", "hfdatasets")):
         found = _venvs.locate(venv)
         pythons[impl] = found.python
         reasons[impl] = found.reason

@@ -21,7 +21,6 @@ from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.dataset_config import StreamDefaults
 from streaming.errors import IndexFormatError
 from streaming.format.index import get_index_basename, naming_index
-from streaming.format.parquet.reader import is_shard_copy
 from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import list_files
 from streaming.format.shard_readers import ShardReaders, build_readers
@@ -373,6 +372,8 @@ def drop_other_projections(shards: Sequence[Reader], listing: set[str]) -> None:
     """Delete the cache copies of Parquet shards this stream does not read as they are (made
     with another `columns=` than this time, all columns included): no reader counts them, so
     they would fill the cache unseen."""
+    from streaming.format.parquet.reader import is_shard_copy  # only Parquet streams get here
+
     wanted = {reader.files.path(info) for reader in shards for pair in reader.files.pairs
               for info in pair if info is not None}
     for path in listing:

@@ -7,6 +7,7 @@ Importing this package never imports torch or the storage layer.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,6 @@ from streaming.format.index import (
 )
 from streaming.format.jsonl import JSONReader, JSONWriter
 from streaming.format.mds import MDSReader, MDSWriter
-from streaming.format.parquet import ParquetReader
 from streaming.format.reader import JointReader, Reader, SplitReader
 from streaming.format.writer import JointWriter, SplitWriter, Writer
 from streaming.format.xsv import CSVReader, CSVWriter, TSVReader, TSVWriter, XSVReader, XSVWriter
@@ -55,10 +55,27 @@ _readers: dict[str, type[Reader]] = {
     "csv": CSVReader,
     "json": JSONReader,
     "mds": MDSReader,
-    "parquet": ParquetReader,
     "tsv": TSVReader,
     "xsv": XSVReader,
 }
+
+
+# formats whose reader is imported on first use (a process reading only MDS never loads them)
+_lazy_readers = {"parquet": "streaming.format.parquet.reader:ParquetReader"}
+
+
+def _reader_class(name: str) -> type[Reader] | None:
+    cls = _readers.get(name)
+    if cls is None and name in _lazy_readers:
+        module, attr = _lazy_readers[name].split(":")
+        cls = _readers[name] = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ParquetReader":
+        return _reader_class("parquet")
+    raise AttributeError(f"module 'streaming.format' has no attribute {name!r}")
 
 
 def reader_for_entry(dirname: str, split: str | None, entry: ShardEntry) -> Reader:
@@ -67,10 +84,11 @@ def reader_for_entry(dirname: str, split: str | None, entry: ShardEntry) -> Read
     Raises:
         IndexFormatError: unknown format, or an entry that format refuses.
     """
-    cls = _readers.get(entry.format)
+    cls = _reader_class(entry.format)
     if cls is None:
         raise IndexFormatError(
-            f"Unsupported data format: {entry.format!r}. Expected one of {sorted(_readers)}.")
+            f"Unsupported data format: {entry.format!r}. Expected one of "
+            f"{sorted(set(_readers) | set(_lazy_readers))}.")
     return cls.from_entry(dirname, split, entry)
 
 

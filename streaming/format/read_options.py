@@ -6,13 +6,12 @@ One typed object, set on a stream's `ShardReaders` and handed to every reader as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ReadOptions"]
 
 
-@dataclass(frozen=True)
-class ReadOptions:
+class ReadOptions(NamedTuple):  # a NamedTuple: it is imported on every start, and costs ~nothing
     """Attributes:
         columns: the only columns to read (and fetch), in this order; None for all.
         in_place: the dataset folder holds the source files themselves (no remote copy to
