@@ -61,8 +61,10 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
 
     Arguments, defaults and behaviour are MosaicML Streaming's; see the README and
     `docs/compatibility.md` for what we changed on purpose. All arguments are keyword-only.
-    One is ours: `bytes_as_views=True` returns `bytes` columns as read-only views of the shard
-    instead of copies (`Reader.bytes_as_views`; off by default). The reference's attributes
+    Two are ours: `bytes_as_views=True` returns `bytes` columns as read-only views of the shard
+    instead of copies (`Reader.bytes_as_views`; off by default), and `columns=[...]` reads (and
+    fetches) only those columns of Parquet files indexed in place (`docs/parquet.md`; the
+    dataset's one stream; with `streams`, `Stream(columns=...)`). The reference's attributes
     (`shuffle`, `batch_size`, `num_canonical_nodes`, `samples_per_shard`...) are typed views of
     `config`, the lazily resolved order values and the shard catalog
     (`streaming.dataset_fields`). `batches()` yields the epoch as batches of numpy columns.
@@ -131,6 +133,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         stream_name: str = "stream",
         stream_config: dict[str, Any] | None = None,
         bytes_as_views: bool = False,
+        columns: Sequence[str] | None = None,
     ) -> None:
         arguments = {name: value for name, value in locals().items()
                      if name not in ("self", "streams")}

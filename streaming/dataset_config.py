@@ -55,6 +55,7 @@ class DatasetConfig:
     stream_name: str = "stream"
     stream_config: dict[str, Any] | None = field(default=None, compare=False)
     bytes_as_views: bool = False  # ours: `bytes` columns as read-only views of the shard
+    columns: tuple[str, ...] | None = None  # ours: the one stream's projection (Parquet)
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any], *, has_streams: bool) -> DatasetConfig:
@@ -83,6 +84,15 @@ class DatasetConfig:
         if not isinstance(args.get("bytes_as_views", False), bool):
             raise ValueError(
                 f"`bytes_as_views` must be True or False, got {args['bytes_as_views']!r}.")
+        if args.get("columns") is not None:
+            if has_streams:
+                raise ValueError(
+                    "`columns` of StreamingDataset selects the columns of its one stream "
+                    "(`remote`/`local`); with `streams`, give each `Stream(columns=[...])`.")
+            columns = args["columns"]
+            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"`columns` must be a list of column names, got {columns!r}.")
+            args["columns"] = tuple(columns)
         own = {f.name for f in dataclasses.fields(cls)} - {"stream_defaults", "order"}
         unknown = sorted(set(args) - own)
         if unknown:

@@ -43,6 +43,8 @@ def build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> li
         return list(streams)
     kwargs = dict(config.stream_config or {})
     kwargs.update(defaults)
+    if config.columns is not None:  # only when given: a user's Stream class may not take it
+        kwargs["columns"] = list(config.columns)
     return [construct_from_registry(config.stream_name, streams_registry,
                                     partial_function=False, kwargs=kwargs)]
 

@@ -163,3 +163,12 @@ def test_decoded_row_groups_stay_within_the_budget(folder, monkeypatch) -> None:
     del ds
     gc.collect()
     assert decoded_budget.used <= baseline  # closed shards give their bytes back
+
+
+def test_dataset_columns_argument(folder) -> None:
+    with StreamingDataset(local=folder, batch_size=4, columns=["name", "id"]) as ds:
+        assert ds[9] == {"name": "row-9", "id": 9}
+    with pytest.raises(ValueError, match="give each `Stream\\(columns=\\[...\\]\\)`"):
+        StreamingDataset(streams=[Stream(local=folder)], batch_size=4, columns=["id"])
+    with pytest.raises(TypeError, match="`columns` must be a list"):
+        StreamingDataset(local=folder, batch_size=4, columns="id")
