@@ -39,7 +39,7 @@ from streaming.format.parquet.footer import (
 from streaming.format.parquet.types import describe_schema, unsupported_reason
 from streaming.progress import make_progress
 from streaming.storage import Store, open_store
-from streaming.storage.transfer import push, read, read_range
+from streaming.storage.transfer import push, read, read_range, read_tail
 from streaming.units import bytes_to_int
 
 __all__ = ["ParquetIndexError", "ParquetIndexResult", "PARQUET_SUFFIXES", "index_parquet",
@@ -108,12 +108,10 @@ def _listed(store: Store, split: str | None) -> list[str]:
 
 
 def _read_footer(store: Store, path: str, retries: int, timeout: float) -> _Footer:
-    size = store.size(path)
+    tail, size = read_tail(store, path, FOOTER_PROBE, retries=retries, timeout=timeout)
     where = store.url_for(path)
     if size == 0:
         raise ShardFormatError(f"{where} is empty (0 bytes): not a Parquet file.")
-    probe = min(size, FOOTER_PROBE)
-    tail = read_range(store, path, size - probe, size, retries=retries, timeout=timeout)
     length = footer_length(where, size, tail)
     if length > len(tail):
         tail = read_range(store, path, size - length, size, retries=retries, timeout=timeout)

@@ -135,6 +135,20 @@ class ObstoreBackedStore(Store):
                     return b""
                 raise
 
+    suffix_ranges: bool = True  # whether the service answers "the last N bytes" (Azure: no)
+
+    @forksafe
+    def get_tail(self, path: str, length: int) -> tuple[bytes, int]:
+        if length <= 0 or not self.suffix_ranges:
+            return super().get_tail(path, length)
+        with self._errors(path):  # one request: a suffix range, and the size from its reply
+            try:
+                result = obstore.get(self._client(), path,
+                                     options={"range": {"suffix": length}})
+            except GenericError:  # some servers refuse a suffix of an empty object (416)
+                return super().get_tail(path, length)
+            return bytes(result.bytes()), int(result.meta["size"])
+
     @forksafe
     def size(self, path: str) -> int:
         with self._errors(path):

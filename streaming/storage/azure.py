@@ -48,6 +48,7 @@ class AzureStore(ObstoreBackedStore):
     """
 
     scheme = "azure"
+    suffix_ranges = False  # Azure Blob answers no "last N bytes" range
     _fixed_layout: Layout | None = None
 
     def __init__(self, url: str, **options: Any) -> None:

@@ -183,6 +183,15 @@ class Store(ABC):
     def size(self, path: str) -> int:
         """The object's length in bytes."""
 
+    def get_tail(self, path: str, length: int) -> tuple[bytes, int]:
+        """The object's last `length` bytes (all of it if shorter) and its size.
+
+        Backends that can ask for a suffix in one request override this (a file's footer is
+        then one round trip, not two).
+        """
+        size = self.size(path)
+        return self.get_range(path, max(0, size - length), size), size
+
     @abstractmethod
     def upload(self, local_path: str, path: str) -> None:
         """Store the local file under `path`, replacing any existing object."""

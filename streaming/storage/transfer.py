@@ -27,7 +27,7 @@ from streaming.retries import call_with_retries as retrying
 from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
-           "fetch", "read", "read_range", "push", "is_retryable", "call_with_retries"]
+           "fetch", "read", "read_range", "read_tail", "push", "is_retryable", "call_with_retries"]
 
 logger = logging.getLogger(__name__)
 
@@ -247,6 +247,25 @@ def read_range(store: Store, path: str, start: int, end: int, *, retries: int = 
     what = f"Reading bytes {start}-{end} of {url}"
     data, _ = call_with_retries(
         lambda: _within(timeout, lambda: store.get_range(path, start, end), what),
+        retries=retries, backoff=backoff, what=what)
+    return data
+
+
+def read_tail(store: Store, path: str, length: int, *, retries: int = 2,
+              timeout: float | None = DEFAULT_TIMEOUT, backoff: float = 1.0
+              ) -> tuple[bytes, int]:
+    """The last `length` bytes of the object at `path` and its size (`Store.get_tail`), with
+    the retries and per-attempt timeout of `fetch`.
+
+    Raises:
+        FileNotFoundError: the object does not exist (not retried; names the URL).
+        PermissionError: access was refused (not retried).
+        TransferError: every attempt failed with a transient error (names the URL).
+    """
+    url = store.url_for(path)
+    what = f"Reading the last {length} bytes of {url}"
+    data, _ = call_with_retries(
+        lambda: _within(timeout, lambda: store.get_tail(path, length), what),
         retries=retries, backoff=backoff, what=what)
     return data
 

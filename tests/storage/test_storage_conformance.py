@@ -62,6 +62,14 @@ class StoreTests:
         assert store.get_range("a.bin", len(data), len(data) + 10) == b""
         assert store.get_range("dir/sub/c.bin", 5, 9) == b""
 
+    def test_get_tail(self, store: Store, seeded: dict[str, bytes]) -> None:
+        data = seeded["a.bin"]
+        assert store.get_tail("a.bin", 1000) == (data[-1000:], 300_000)
+        assert store.get_tail("dir/b.bin", 65_536) == (seeded["dir/b.bin"], 1000)
+        assert store.get_tail("empty", 64) == (b"", 0)
+        with pytest.raises(FileNotFoundError, match="nope.bin"):
+            store.get_tail("nope.bin", 8)
+
     def test_size_and_exists(self, store: Store, seeded: dict[str, bytes]) -> None:
         assert store.size("a.bin") == 300_000
         assert store.size("dir/sub/c.bin") == 1
