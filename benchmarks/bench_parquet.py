@@ -174,7 +174,7 @@ def remote_index(files: int) -> int:
             result = index_parquet(url)
             print(f"index_parquet over {result.files:,} Parquet files on a loopback S3 server "
                   f"(SeaweedFS): {result.seconds:.2f} s ({result.files / result.seconds:,.0f} "
-                  f"files/s; 2 requests per file, 32 at once); uploading them took "
+                  f"files/s; a footer read per file, 32 at once); uploading them took "
                   f"{upload:.1f} s")
     finally:
         shutil.rmtree(root, ignore_errors=True)
