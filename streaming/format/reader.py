@@ -131,12 +131,7 @@ class Reader(Array, ABC):
         return cls.from_entry(dirname, split, ShardEntry.from_json(obj, where))
 
     def apply_read_options(self, options: ReadOptions) -> None:
-        """Read as `options` asks (see `ReadOptions`); shards written by our writers are always
-        read from the cache as they are, and have no column projection.
-
-        Raises:
-            ValueError: a projection (`columns`) asked of a format without one.
-        """
+        """Read as `options` asks; written shards have no projection (`ValueError` if asked)."""
         if options.columns is not None:
             raise ValueError(
                 f"`columns=` selects the columns of Parquet files read in place; this stream's "

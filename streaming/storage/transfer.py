@@ -227,9 +227,16 @@ def read(store: Store, path: str, *, retries: int = 2, timeout: float | None = D
         PermissionError: access was refused (not retried).
         TransferError: every attempt failed with a transient error (names the URL).
     """
-    url = store.url_for(path)
-    data, _ = call_with_retries(lambda: _within(timeout, lambda: store.get(path), f"Reading {url}"),
-                                retries=retries, backoff=backoff, what=f"Reading {url}")
+    return _read_retried(lambda: store.get(path), f"Reading {store.url_for(path)}", retries,
+                         timeout, backoff)
+
+
+def _read_retried(call: Callable[[], T], what: str, retries: int, timeout: float | None,
+                  backoff: float) -> T:
+    """`call()` (one read into memory) under `call_with_retries`, each attempt within
+    `timeout`: the reads below share it."""
+    data, _ = call_with_retries(lambda: _within(timeout, call, what), retries=retries,
+                                backoff=backoff, what=what)
     return data
 
 
@@ -243,12 +250,9 @@ def read_range(store: Store, path: str, start: int, end: int, *, retries: int = 
         PermissionError: access was refused (not retried).
         TransferError: every attempt failed with a transient error (names the URL).
     """
-    url = store.url_for(path)
-    what = f"Reading bytes {start}-{end} of {url}"
-    data, _ = call_with_retries(
-        lambda: _within(timeout, lambda: store.get_range(path, start, end), what),
-        retries=retries, backoff=backoff, what=what)
-    return data
+    return _read_retried(lambda: store.get_range(path, start, end),
+                         f"Reading bytes {start}-{end} of {store.url_for(path)}", retries,
+                         timeout, backoff)
 
 
 def read_tail(store: Store, path: str, length: int, *, retries: int = 2,
@@ -262,12 +266,9 @@ def read_tail(store: Store, path: str, length: int, *, retries: int = 2,
         PermissionError: access was refused (not retried).
         TransferError: every attempt failed with a transient error (names the URL).
     """
-    url = store.url_for(path)
-    what = f"Reading the last {length} bytes of {url}"
-    data, _ = call_with_retries(
-        lambda: _within(timeout, lambda: store.get_tail(path, length), what),
-        retries=retries, backoff=backoff, what=what)
-    return data
+    return _read_retried(lambda: store.get_tail(path, length),
+                         f"Reading the last {length} bytes of {store.url_for(path)}", retries,
+                         timeout, backoff)
 
 
 def push(store: Store, local_path: str, remote_path: str, *, retries: int = 2,
