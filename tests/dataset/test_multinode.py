@@ -71,14 +71,38 @@ def remote(tmp_path_factory) -> str:
     return out
 
 
-def test_every_sample_once_and_same_order_as_one_process(remote, tmp_path) -> None:
+def every_sample_once(remote: str, tmp_path, num: int) -> list[dict]:
+    """A 2x2 job (2 workers per rank) yields every sample once, in the global order of one
+    process; returns the 2x2 job's reports (shared with the Parquet tests)."""
     job = dict(remote=remote, cache=str(tmp_path / "c22"), batch_size=8, workers=2, ncn=2)
     reports = run_job(2, 2, job, tmp_path)
     seen = [i for r in reports for b in r["batches"] for i in b]
-    assert sorted(seen) == list(range(NUM))
+    assert sorted(seen) == list(range(num))
     single = run_job(1, 1, dict(job, cache=str(tmp_path / "c11"), batch_size=32, workers=0),
                      tmp_path)
     assert global_order(reports) == global_order(single)
+    return reports
+
+
+def elastic_resume(remote: str, tmp_path, num: int) -> None:
+    """Resuming 2x2 -> 1x4 -> 4x1 mid-epoch yields exactly the one-process epoch."""
+    base = dict(remote=remote, batch_size=8, workers=0, ncn=4)
+    full = global_order(run_job(1, 1, dict(base, cache=str(tmp_path / "full"), batch_size=32),
+                                tmp_path))
+    first = run_job(2, 2, dict(base, cache=str(tmp_path / "a"), take=5), tmp_path)
+    state = first[0]["state"]
+    assert state["sample_in_epoch"] == 5 * 32 and state["initial_physical_nodes"] == 2
+    second = run_job(1, 4, dict(base, cache=str(tmp_path / "b"), take=4, resume=state), tmp_path)
+    state2 = second[0]["state"]
+    assert state2["sample_in_epoch"] == 9 * 32
+    third = run_job(4, 1, dict(base, cache=str(tmp_path / "c"), resume=state2), tmp_path)
+    order = global_order(first) + global_order(second) + global_order(third)
+    assert order == full
+    assert sorted(i for batch in order for i in batch) == list(range(num))
+
+
+def test_every_sample_once_and_same_order_as_one_process(remote, tmp_path) -> None:
+    reports = every_sample_once(remote, tmp_path, NUM)
     # each node fetched only its share: together about one copy of the dataset
     dataset_bytes = sum(os.path.getsize(os.path.join(remote, f)) for f in os.listdir(remote)
                         if f.endswith(".mds"))
@@ -96,16 +120,4 @@ def test_every_sample_once_and_same_order_as_one_process(remote, tmp_path) -> No
 
 
 def test_elastic_resume_2x2_then_1x4_then_4x1(remote, tmp_path) -> None:
-    base = dict(remote=remote, batch_size=8, workers=0, ncn=4)
-    full = global_order(run_job(1, 1, dict(base, cache=str(tmp_path / "full"), batch_size=32),
-                                tmp_path))
-    first = run_job(2, 2, dict(base, cache=str(tmp_path / "a"), take=5), tmp_path)
-    state = first[0]["state"]
-    assert state["sample_in_epoch"] == 5 * 32 and state["initial_physical_nodes"] == 2
-    second = run_job(1, 4, dict(base, cache=str(tmp_path / "b"), take=4, resume=state), tmp_path)
-    state2 = second[0]["state"]
-    assert state2["sample_in_epoch"] == 9 * 32
-    third = run_job(4, 1, dict(base, cache=str(tmp_path / "c"), resume=state2), tmp_path)
-    order = global_order(first) + global_order(second) + global_order(third)
-    assert order == full
-    assert sorted(i for batch in order for i in batch) == list(range(NUM))
+    elastic_resume(remote, tmp_path, NUM)
