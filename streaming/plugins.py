@@ -35,7 +35,7 @@ class TypedRegistry(catalogue.Registry, Generic[T]):
 
     def __init__(self, namespace: tuple[str, ...] | list[str], entry_points: bool = False,
                  description: str = "") -> None:
-        super().__init__(list(namespace), entry_points=entry_points)
+        super().__init__(tuple(namespace), entry_points=entry_points)
         self.description = description
 
     def __call__(self, name: str, func: T | None = None) -> Callable[[T], T]:

@@ -23,6 +23,13 @@ class IncompletePartitionError(StreamingError, FileNotFoundError):
     """A sub-dataset whose index names files that are missing or of the wrong size."""
 
 
+class IndexFetchError(StreamingError, RuntimeError, FileNotFoundError):
+    """A sub-dataset's index.json that could not be read or downloaded.
+
+    A `RuntimeError`, as the reference raised, and a `FileNotFoundError`, as it is.
+    """
+
+
 @dataclass
 class _Partition:
     directory: str  # the directory holding the sub-dataset (local path or URL)
@@ -43,18 +50,20 @@ def _read_partition(url: IndexSource, temp_root: str, timeout: float) -> _Partit
                 f"remote index {url[1]} does not have a valid url format")
     else:
         src = url
-    if not _has_scheme(src):
-        with open(src, "rb") as file:
-            return _Partition(os.path.dirname(src), True, file.read())
-
     dest = os.path.join(temp_root, urllib.parse.urlparse(src).path.lstrip("/"))
+    if not _has_scheme(src):
+        try:
+            with open(src, "rb") as file:
+                return _Partition(os.path.dirname(src), True, file.read())
+        except OSError as err:
+            raise IndexFetchError(f"Failed to download index.json: {src} to {dest}") from err
     try:
         fetch(_open_store(_url_dir(src)), src.rstrip("/").rsplit("/", 1)[-1], dest,
               timeout=timeout)
         with open(dest, "rb") as file:
             return _Partition(_url_dir(src), False, file.read())
     except Exception as err:
-        raise RuntimeError(f"Failed to download index.json: {src} to {dest}") from err
+        raise IndexFetchError(f"Failed to download index.json: {src} to {dest}") from err
 
 
 def _files_home(part: _Partition, url: IndexSource, remote: str | None) -> str | None:

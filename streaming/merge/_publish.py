@@ -1,6 +1,7 @@
 """Publishing a merged index: write it atomically at the local root, then upload if remote.
 
-Also drops the local side of `out` when the caller asked not to keep it. Knows nothing about
+Also drops the local side of `out` when the caller asked not to keep it (with no remote, only
+the merged index is not kept: the sub-datasets are the only copy of the data). Knows nothing about
 sub-datasets; it is handed the final shard list.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from streaming.format.fileio import write_atomic
@@ -25,6 +27,13 @@ if TYPE_CHECKING:
 def _publish(shards: list[dict[str, Any]], local: str | None, remote: str | None,
              keep_local: bool, temp_root: str, report: MergeReport) -> None:
     """Write the merged index atomically into the local root, then upload it if remote."""
+    if remote is None and not keep_local:
+        warnings.warn(
+            f"merge_index: keep_local=False and no remote, so the merged index of {len(shards)} "
+            f"shards is kept nowhere; pass keep_local=True to write {local}/index.json. The "
+            "sub-datasets are left as they are (the reference deleted the whole folder).",
+            stacklevel=4)
+        return
     text = json.dumps({"version": 2, "shards": shards}).encode("utf-8")
     directory = local if local is not None else temp_root
     os.makedirs(directory, exist_ok=True)

@@ -47,6 +47,14 @@ def test_list_form_writes_the_reference_layout(parts: str) -> None:
     assert _ids(parts) == list(range(12))
 
 
+def test_keep_local_false_without_remote_keeps_the_data(parts: str) -> None:
+    """The reference deleted `out` itself here: the merged index and every shard with it."""
+    with pytest.warns(UserWarning, match="keep_local=False and no remote"):
+        merge_index(parts, keep_local=False)
+    assert not os.path.exists(f"{parts}/index.json")  # as the reference: no local merged index
+    assert _ids(f"{parts}/p0") + _ids(f"{parts}/p1") == list(range(12))  # the data is all there
+
+
 def test_root_form_is_safe_to_rerun_and_ignores_other_json(parts: str, tmp_path: Any) -> None:
     from streaming import JSONWriter
 
@@ -135,6 +143,9 @@ def test_bad_calls() -> None:
         merge_index(["a"], "out", True, 60, "extra")
     with pytest.raises(RuntimeError, match="Failed to download index.json"):
         merge_index(["file:///nonexistent/p0/index.json"], "/tmp/unused-out")
+    with pytest.raises(RuntimeError, match="Failed to download index.json") as missing:
+        merge_index(["/nonexistent/p0/index.json"], "/tmp/unused-out")  # a local path, as a URL
+    assert isinstance(missing.value, FileNotFoundError)
     with pytest.raises(FileNotFoundError, match="Check data availability"):
         merge_index([("/nonexistent/index.json", "")], "/tmp/unused-out")
     assert merge_index([], "out") is None  # a no-op with a warning, as in the reference

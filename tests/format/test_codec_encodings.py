@@ -148,6 +148,18 @@ def test_lossless_images_round_trip(image: Any) -> None:
         np.testing.assert_array_equal(np.asarray(decoded), np.asarray(image))
 
 
+def test_png_stores_32_bit_grey_as_16_bit() -> None:
+    """Pillow 13 refuses to write mode 'I' as PNG; we store it as 16-bit grey, and refuse
+    values 16 bits cannot hold rather than clip them."""
+    from PIL import Image
+
+    pixels = np.arange(0, 65536, 4099, dtype=np.int32).reshape(4, 4)
+    decoded = mds_decode("png", mds_encode("png", Image.fromarray(pixels, mode="I")))
+    np.testing.assert_array_equal(np.asarray(decoded.convert("I")), pixels)
+    with pytest.raises(ValueError, match="outside 0..65535"):
+        mds_encode("png", Image.fromarray(pixels * 2, mode="I"))
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.lists(IMAGES.filter(lambda im: im.mode != "RGBA"), max_size=3))
 def test_image_lists_round_trip(images: list) -> None:

@@ -1,8 +1,10 @@
 """Old import path `streaming.base.storage.download`: the reference's downloader classes.
 
 Each class is a thin adapter: it opens a `streaming.storage` store for the file's directory and
-calls `streaming.storage.transfer.fetch` (temp file + rename). The reference's argument checks
-and messages are kept; the scheme-to-class table is `DOWNLOADER_MAPPINGS`, as in the reference.
+calls `streaming.storage.transfer.fetch` (temp file + rename). S3 and GCS speak boto3 /
+google-cloud-storage when installed, as the reference's classes did (why: `_boto`). The
+reference's argument checks and messages are kept; the scheme-to-class table is
+`DOWNLOADER_MAPPINGS`, as in the reference.
 Schemes the reference lacks (`https://`, `file://`) are served by a generic downloader.
 """
 
@@ -12,6 +14,7 @@ import os
 import posixpath
 from typing import Any, ClassVar
 
+from streaming.base.storage import _boto
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.schemes import get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import fetch
@@ -123,9 +126,28 @@ def _split_parent(remote: str) -> tuple[str, str]:
 
 
 class S3Downloader(CloudDownloader):
-    """Download from S3 or an S3-compatible server (``s3://bucket/key``)."""
+    """Download from S3 or an S3-compatible server (``s3://bucket/key``).
+
+    Through boto3 when it is installed, as the reference (see `_boto`); else `streaming.storage`.
+    """
 
     identifier = "s3"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._s3_client: Any = None
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        if not _boto.has_boto3():
+            super()._download_file_impl(remote, local, timeout)
+            return
+        if self._s3_client is None:
+            self._s3_client = _boto.s3_client(timeout)
+        self._s3_client = _boto.download_s3(remote, local, timeout, self._s3_client)
+
+    def clean_up(self) -> None:
+        super().clean_up()
+        self._s3_client = None
 
 
 class SFTPDownloader(CloudDownloader):
@@ -135,9 +157,65 @@ class SFTPDownloader(CloudDownloader):
 
 
 class GCSDownloader(CloudDownloader):
-    """Download from Google Cloud Storage (``gs://bucket/key``)."""
+    """Download from Google Cloud Storage (``gs://bucket/key``).
+
+    As the reference: HMAC keys (`GCS_KEY`, `GCS_SECRET`) go through boto3 against GCS's
+    S3-compatible API, else Application Default Credentials through google-cloud-storage; with
+    neither library installed, `streaming.storage` serves the same URL.
+
+    Raises:
+        ValueError: no HMAC keys and no Application Default Credentials.
+        FileNotFoundError: the object does not exist.
+    """
 
     identifier = "gs"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._s3_client: Any = None
+        self._gcs_client: Any = None
+
+    def _create_gcs_client(self) -> None:
+        """A google-cloud-storage client from Application Default Credentials."""
+        from google.auth import default as default_auth
+        from google.auth.exceptions import DefaultCredentialsError
+        from google.cloud.storage import Client
+
+        try:
+            credentials, _ = default_auth()
+        except (DefaultCredentialsError, OSError) as err:
+            raise ValueError(GCS_ERROR_NO_AUTHENTICATION) from err
+        self._gcs_client = Client(credentials=credentials)
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        hmac = bool(os.environ.get("GCS_KEY") and os.environ.get("GCS_SECRET"))
+        if hmac and _boto.has_boto3():
+            if self._s3_client is None:
+                self._s3_client = _boto.gcs_hmac_client()
+            _boto.download_object(self._s3_client, remote, local, gcs=True)
+            return
+        if hmac or not _boto.has_module("google.cloud.storage"):
+            super()._download_file_impl(remote, local, timeout)
+            return
+        if self._gcs_client is None:
+            self._create_gcs_client()
+        self._download_blob(remote, local)
+
+    def _download_blob(self, remote: str, local: str) -> None:
+        from google.api_core.exceptions import NotFound
+        from google.cloud.storage import Blob, Bucket
+
+        bucket, key = _boto.bucket_and_key(remote)
+        temp = f"{local}.tmp"
+        try:
+            Blob(key, Bucket(self._gcs_client, bucket)).download_to_filename(temp)
+        except NotFound as err:
+            raise FileNotFoundError(f"Object {remote} not found") from err
+        os.replace(temp, local)
+
+    def clean_up(self) -> None:
+        super().clean_up()
+        self._s3_client = self._gcs_client = None
 
 
 class OCIDownloader(CloudDownloader):
@@ -187,11 +265,11 @@ class DatabricksUnityCatalogDownloader(CloudDownloader):
 
 
 class AlipanDownloader(CloudDownloader):
-    """`alipan://` is not supported by shardstream; constructing one says so."""
+    """`alipan://` is not supported by shardstream; a download says so."""
 
     identifier = "alipan"
 
-    def __init__(self) -> None:
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
         raise NotImplementedError(
             "alipan:// remotes are not supported by shardstream; copy the data to a supported "
             "store (s3, gs, azure, sftp, hf, oci, dbfs, https or a local path)."

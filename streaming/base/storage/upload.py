@@ -2,7 +2,8 @@
 
 Thin adapters over `streaming.storage`: `CloudUploader.get` picks a class by the scheme of
 `out` (table `UPLOADERS`, as in the reference), `upload_file` is `transfer.push` with `retry`
-attempts, `list_objects` lists the store. Writers themselves use `streaming.storage.sink`.
+attempts, `list_objects` lists the store. S3 and GCS-HMAC speak boto3 when it is installed, as
+the reference's classes did (why: `_boto`). Writers themselves use `streaming.storage.sink`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import tempfile
 from enum import Enum
 from typing import Any, ClassVar
 
+from streaming.base.storage import _boto
 from streaming.base.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
+from streaming.retries import call_with_retries
 from streaming.storage.base import join_key, split_url
 from streaming.storage.schemes import open_store, scheme_of
 from streaming.storage.transfer import push
@@ -125,6 +128,15 @@ class CloudUploader:
             )
         os.makedirs(self.local, exist_ok=True)
         self._store: Any = None
+        if self.remote:
+            self._check_remote()
+
+    def _check_remote(self) -> None:
+        """Fail at construction when `remote` cannot be used, as the reference did.
+
+        Subclasses call the reference's named check (`check_bucket_exists`, ...), which code
+        written against the reference patches out in its tests.
+        """
 
     @property
     def store(self) -> Any:
@@ -139,6 +151,14 @@ class CloudUploader:
             return
         local = os.path.join(self.local, filename)
         push(self.store, local, filename.replace(os.sep, "/"), retries=self.retry)
+        self.clear_local(local)
+
+    def _boto_upload(self, client: Any, filename: str, *, acl: bool) -> None:
+        """`upload_file` through a boto3 client, `retry` attempts."""
+        local = os.path.join(self.local, filename)
+        remote = f"{(self.remote or '').rstrip('/')}/{filename.replace(os.sep, '/')}"
+        call_with_retries(lambda: _boto.upload_object(client, local, remote, acl=acl),
+                          attempts=max(1, self.retry))
         self.clear_local(local)
 
     def list_objects(self, prefix: str | None = None) -> list[str]:
@@ -162,20 +182,71 @@ def _validate_out(out: Any) -> None:
 
 
 class S3Uploader(CloudUploader):
-    """Upload to S3 or an S3-compatible server (honours `S3_ENDPOINT_URL`, `S3_CANNED_ACL`)."""
+    """Upload to S3 or an S3-compatible server (honours `S3_ENDPOINT_URL`, `S3_CANNED_ACL`).
+
+    With boto3 installed it is the reference's boto3 client, `self.s3` (why: `_boto`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.s3: Any = None
+        super().__init__(*args, **kwargs)
+
+    def _check_remote(self) -> None:
+        if _boto.has_boto3():
+            self.s3 = _boto.s3_client()
+        self.check_bucket_exists(self.remote or "")
+
+    def check_bucket_exists(self, remote: str) -> None:
+        """Raise botocore's `ClientError` when `remote`'s bucket is missing (boto3 only)."""
+        if self.s3 is not None:
+            _boto.check_bucket(self.s3, remote)
+
+    def upload_file(self, filename: str) -> None:
+        if self.s3 is None:
+            super().upload_file(filename)
+        else:
+            self._boto_upload(self.s3, filename, acl=True)
+
+    def list_objects(self, prefix: str | None = None) -> list[str]:
+        if self.s3 is None:
+            return super().list_objects(prefix)
+        return _boto.list_keys(self.s3, self.remote or "", prefix)
 
 
 class GCSUploader(CloudUploader):
     """Upload to Google Cloud Storage (HMAC via `GCS_KEY`/`GCS_SECRET`, else ADC)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        self.gcs_client: Any = None
         if os.environ.get("GCS_KEY") and os.environ.get("GCS_SECRET"):
             self.authentication = GCSAuthentication.HMAC
         else:
             self.authentication = GCSAuthentication.SERVICE_ACCOUNT
-            if not os.environ.get("STORAGE_EMULATOR_HOST"):
-                _require_adc()
+        super().__init__(*args, **kwargs)
+        if self.authentication is GCSAuthentication.SERVICE_ACCOUNT and not os.environ.get(
+                "STORAGE_EMULATOR_HOST"):
+            _require_adc()
+
+    def _check_remote(self) -> None:
+        if self.authentication is GCSAuthentication.HMAC and _boto.has_boto3():
+            self.gcs_client = _boto.gcs_hmac_client()
+            self.check_bucket_exists(self.remote or "")
+
+    def check_bucket_exists(self, remote: str) -> None:
+        """Raise botocore's `ClientError` when `remote`'s bucket is missing (HMAC and boto3)."""
+        if self.gcs_client is not None:
+            _boto.check_bucket(self.gcs_client, remote)
+
+    def upload_file(self, filename: str) -> None:
+        if self.gcs_client is None:
+            super().upload_file(filename)
+        else:
+            self._boto_upload(self.gcs_client, filename, acl=False)
+
+    def list_objects(self, prefix: str | None = None) -> list[str]:
+        if self.gcs_client is None:
+            return super().list_objects(prefix)
+        return _boto.list_keys(self.gcs_client, self.remote or "", prefix)
 
 
 def _require_adc() -> None:
@@ -198,19 +269,49 @@ class OCIUploader(CloudUploader):
 class HFUploader(CloudUploader):
     """Upload to a Hugging Face dataset repository (token from `HF_TOKEN`)."""
 
+    def _check_remote(self) -> None:
+        self.check_dataset_exists()
+
+    def check_dataset_exists(self) -> None:
+        """Open the store now, so a missing huggingface_hub fails at construction."""
+        _ = self.store
+
 
 class AzureUploader(CloudUploader):
     """Upload to Azure Blob Storage: ``azure://<container>/<path>``, account from the env."""
 
     store_options = {"layout": "container"}
 
+    def _check_remote(self) -> None:
+        self.check_bucket_exists(self.remote or "")
+
+    def check_bucket_exists(self, remote: str) -> None:
+        """Open the store now, so a missing account or SDK fails at construction."""
+        del remote
+        _ = self.store
+
 
 class AzureDataLakeUploader(CloudUploader):
     """Upload to Azure Data Lake Gen2 (``azure-dl://<filesystem>/<path>``)."""
 
+    def _check_remote(self) -> None:
+        self.check_container_exists(self.remote or "")
+
+    def check_container_exists(self, remote: str) -> None:
+        """Open the store now, so a missing account or SDK fails at construction."""
+        del remote
+        _ = self.store
+
 
 class DatabricksUploader(CloudUploader):
     """Common base of the Databricks uploaders (credentials from `DATABRICKS_*`)."""
+
+    def _check_remote(self) -> None:
+        self._create_workspace_client()
+
+    def _create_workspace_client(self) -> None:
+        """Open the store now: a missing databricks-sdk or credentials fail at construction."""
+        _ = self.store
 
 
 class DatabricksUnityCatalogUploader(DatabricksUploader):
@@ -222,9 +323,16 @@ class DBFSUploader(DatabricksUploader):
 
 
 class AlipanUploader(CloudUploader):
-    """`alipan://` is not supported by shardstream; constructing one says so."""
+    """`alipan://` is not supported by shardstream; constructing one says so.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    `out` is checked first (the reference's errors for a malformed `out` or a non-empty local
+    directory), then `check_token` refuses.
+    """
+
+    def _check_remote(self) -> None:
+        self.check_token()
+
+    def check_token(self) -> None:
         raise NotImplementedError("alipan:// remotes are not supported by shardstream.")
 
 

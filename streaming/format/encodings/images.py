@@ -96,9 +96,31 @@ class JPEG(_SavedImage):
 
 
 class PNG(_SavedImage):
-    """PNG bytes (lossless)."""
+    """PNG bytes (lossless).
+
+    A 32-bit grey (`I`) image is stored as PNG's 16-bit grey, which is what Pillow did itself
+    before version 13 refused to write mode `I` as PNG; values outside 0..65535 cannot be stored
+    without loss, so they raise instead of being clipped.
+    """
 
     image_format = "PNG"
+
+    def encode(self, obj: PILImage) -> bytes:
+        _check_image(obj)
+        if obj.mode == "I":
+            obj = _as_16_bit_grey(obj)
+        return super().encode(obj)
+
+
+def _as_16_bit_grey(image: PILImage) -> PILImage:
+    import numpy as np
+
+    pixels = np.asarray(image)
+    if pixels.size and (pixels.min() < 0 or pixels.max() > 0xFFFF):
+        raise ValueError(f"PNG holds 16-bit grey at most; this mode 'I' image has values "
+                         f"{pixels.min()}..{pixels.max()}, outside 0..65535. Use the 'pil' "
+                         "encoding (raw pixels) to keep them")
+    return image.convert("I;16")
 
 
 class JPEGArray(Encoding):
