@@ -2,8 +2,8 @@
 
 `WorkspaceClient()` reads `DATABRICKS_HOST` / `DATABRICKS_TOKEN` (or a config profile) itself.
 Volumes go through the Files API, other paths through the DBFS API; neither serves byte ranges,
-so `get_range` reads the object and slices. Not tested against a server here; URL parsing, the
-registry entry and the missing-SDK error are.
+so `get_range` reads the object and slices. No workspace runs here: the tests drive the store
+through an in-memory stand-in for the Files API (`tests/storage/test_storage_dbfs.py`).
 """
 
 from __future__ import annotations
@@ -40,15 +40,19 @@ class DBFSStore(Store):
         return f"dbfs:{self._abs(path)}"
 
     def _connect(self) -> WorkspaceClient:
-        return WorkspaceClient()
+        from databricks import sdk  # looked up now, so a client patched by the caller is used
+
+        return sdk.WorkspaceClient()
 
     def _abs(self, path: str) -> str:
         return posixpath.join(self.root, path) if path else self.root
 
     def _classify(self, err: Exception) -> ErrorKind | None:
-        if isinstance(err, NotFound):
+        code = getattr(err, "error_code", None)  # the SDK raises plain DatabricksErrors too
+        if isinstance(err, NotFound) or code == "NOT_FOUND":
             return "missing"
-        if isinstance(err, (PermissionDenied, Unauthenticated)):
+        if isinstance(err, (PermissionDenied, Unauthenticated)) or code in (
+                "PERMISSION_DENIED", "UNAUTHENTICATED"):
             return "denied"
         return super()._classify(err)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
+import sys
 
 import pytest
 
@@ -43,9 +43,14 @@ def test_missing_dependency_names_the_extra() -> None:
     ("oci://bucket@ns/data", "oci", "oci"),
     ("dbfs:/Volumes/cat/schema/vol/data", "databricks.sdk", "databricks"),
 ])
-def test_sdk_backends_without_their_sdk(url: str, module: str, extra: str) -> None:
-    if importlib.util.find_spec(module.split(".")[0]) is not None:
-        pytest.skip(f"{module} is installed here")
+def test_sdk_backends_without_their_sdk(url: str, module: str, extra: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = get_store_spec(url.split(":")[0])
+    assert spec is not None
+    root = module.split(".")[0]
+    for name in [root, *(n for n in sys.modules if n.startswith(f"{root}."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    monkeypatch.delitem(sys.modules, spec.target.split(":")[0], raising=False)
     with pytest.raises(MissingDependencyError, match=rf"shardstream\[{extra}\]"):
         open_store(url)
     assert get_store_spec(url.split(":")[0]).extra == extra  # type: ignore[union-attr]

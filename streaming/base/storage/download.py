@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from streaming.base.storage import _boto
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.schemes import get_store_spec, open_store, scheme_of
-from streaming.storage.transfer import fetch
+from streaming.storage.transfer import TransferError, fetch
 
 __all__ = [
     "CloudDownloader",
@@ -243,13 +243,34 @@ class HFDownloader(CloudDownloader):
     identifier = "hf"
 
 
-class DBFSDownloader(CloudDownloader):
+class _DatabricksDownloader(CloudDownloader):
+    """What both Databricks downloaders share: the reference's error for throttling."""
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        try:
+            super()._download_file_impl(remote, local, timeout)
+        except TransferError as err:
+            _raise_rate_limit(err)
+            raise
+
+
+def _raise_rate_limit(err: TransferError) -> None:
+    """The reference's `DatabricksError` for a throttled download, with what to do about it."""
+    cause: Any = err.__cause__
+    if getattr(cause, "error_code", None) == "REQUEST_LIMIT_EXCEEDED":
+        raise type(cause)(
+            f"{cause}. The Databricks workspace is throttling downloads: raise "
+            "`download_retry` so each shard is tried again after a pause, or lower the number "
+            "of workers downloading at once.", error_code="REQUEST_LIMIT_EXCEEDED") from err
+
+
+class DBFSDownloader(_DatabricksDownloader):
     """Download from Databricks DBFS (``dbfs:/path``)."""
 
     identifier = "dbfs"
 
 
-class DatabricksUnityCatalogDownloader(CloudDownloader):
+class DatabricksUnityCatalogDownloader(_DatabricksDownloader):
     """Download from a Databricks Unity Catalog volume (``dbfs:/Volumes/...``)."""
 
     identifier = "dbfs-uc"
