@@ -21,8 +21,20 @@ if TYPE_CHECKING:
 
 __all__ = ["NodeMetrics"]
 
-_FETCH_BYTES = [column(f"fetch_{s}_bytes") for s in SCHEMES]
-_FETCH_SECONDS = [column(f"fetch_{s}_seconds") for s in SCHEMES]
+
+
+def _every_scheme(what: str) -> slice:
+    """The columns of `what` for every scheme, as a strided slice: a view, summed in place
+    (the prefetcher reads the node's egress after every shard)."""
+    first, second = column(f"fetch_{SCHEMES[0]}_{what}"), column(f"fetch_{SCHEMES[1]}_{what}")
+    step = second - first
+    last = column(f"fetch_{SCHEMES[-1]}_{what}")
+    assert [column(f"fetch_{s}_{what}") for s in SCHEMES] == list(range(first, last + 1, step))
+    return slice(first, last + 1, step)
+
+
+_FETCH_BYTES = _every_scheme("bytes")
+_FETCH_SECONDS = _every_scheme("seconds")
 
 
 class NodeMetrics:

@@ -160,6 +160,10 @@ class Store(ABC):
     supports_writes: ClassVar[bool] = True
     supports_listing: ClassVar[bool] = True
     supports_ranges: ClassVar[bool] = True
+    # Whether a call can block indefinitely (a socket). Transfers then run in a helper thread
+    # that can be abandoned at the timeout; stores that cannot stall are called directly, which
+    # saves a thread start per file (most of the cost of fetching tiny local files).
+    can_stall: ClassVar[bool] = True
     # Attributes dropped when pickling; rebuilt lazily in the receiving process.
     _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_client_pid", "_client_lock")
 

@@ -61,6 +61,7 @@ class LocalStore(Store):
     """
 
     scheme = "file"
+    can_stall = False  # a local disk read; a hung network mount is not timed out
 
     def __init__(self, url: str) -> None:
         super().__init__(url)

@@ -28,6 +28,7 @@ class MemoryStore(Store):
     """A dict of bytes, addressed like a bucket (``memory://name/optional/prefix``)."""
 
     scheme = "memory"
+    can_stall = False
 
     def __init__(self, url: str) -> None:
         super().__init__(url)

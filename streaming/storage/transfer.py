@@ -161,8 +161,8 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
     url = store.url_for(remote_path)
     with replacing(local_path) as tmp:
         count = _within(
-            timeout, lambda: store.download(remote_path, tmp, progress=progress,
-                                            deadline=deadline),
+            timeout if store.can_stall else None,
+            lambda: store.download(remote_path, tmp, progress=progress, deadline=deadline),
             f"Downloading {url}", abandoned=lambda: discard(tmp))
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"Downloading {url} took longer than {timeout} s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from streaming.storage import Store
@@ -14,6 +15,7 @@ class CountingStore(Store):
         super().__init__(inner.url)
         self.inner = inner
         self.downloads = 0
+        self.download_threads: list[str] = []  # the thread each download ran in
 
     def get(self, path: str) -> bytes:
         return self.inner.get(path)
@@ -32,4 +34,5 @@ class CountingStore(Store):
 
     def download(self, path: str, local_path: str, **kwargs: Any) -> int:
         self.downloads += 1
+        self.download_threads.append(threading.current_thread().name)
         return self.inner.download(path, local_path, **kwargs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -234,3 +235,20 @@ def test_push_uploads_and_reports(moto_server: Server, tmp_path: Any) -> None:
     assert store.get("sub/f.bin") == DATA[:1000]
     with pytest.raises(FileNotFoundError):
         push(store, str(tmp_path / "absent"), "x", retries=3)
+
+
+@pytest.mark.parametrize("can_stall", [True, False])
+def test_only_stores_that_can_stall_download_in_a_helper_thread(tmp_path: Any,
+                                                                 can_stall: bool) -> None:
+    """A socket can block for ever, so its download runs where it can be abandoned at the
+    timeout; a local disk read runs in the caller (a thread start per tiny file was most of
+    the cost of a cold epoch over 5,000 local shards)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "f").write_bytes(b"x" * 10)
+    store = CountingStore(open_store(str(tmp_path / "src")))
+    store.can_stall = can_stall  # type: ignore[misc]
+    fetch(store, "f", str(tmp_path / "f"), timeout=30)
+    assert (tmp_path / "f").read_bytes() == b"x" * 10
+    in_caller = store.download_threads == [threading.current_thread().name]
+    assert in_caller is not can_stall
+    assert open_store(str(tmp_path)).can_stall is False  # what the real local store declares
