@@ -9,9 +9,11 @@ through pandas and a dict per row. A failed task attempt leaves no index behind.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -120,6 +122,34 @@ def _check_columns(dataframe: Any, mds_kwargs: dict[str, Any], udf: bool) -> Non
         infer_dataframe_schema(dataframe, mds_kwargs["columns"])
 
 
+@contextlib.contextmanager
+def _local_workers_on_this_python(dataframe: Any) -> Iterator[None]:
+    """In local mode, with no Python chosen for the workers, run our tasks on this interpreter.
+
+    PySpark starts its workers with `PYSPARK_PYTHON`, else whatever `python3` is on PATH. From
+    a virtualenv that is not activated, that is another interpreter without this package, and
+    every task fails with "No module named 'streaming'". Local workers run on this machine, so
+    the driver's own interpreter is the right one. An explicit choice is left alone, and the
+    context's setting is restored afterwards.
+    """
+    try:
+        context = dataframe.sparkSession.sparkContext
+        chosen = os.environ.get("PYSPARK_PYTHON") or context.getConf().get(
+            "spark.pyspark.python")
+        local = str(context.master).startswith("local")
+    except Exception:  # noqa: BLE001 (Spark Connect has no SparkContext: nothing to adjust)
+        yield
+        return
+    if chosen or not local or context.pythonExec == sys.executable:
+        yield
+        return
+    saved, context.pythonExec = context.pythonExec, sys.executable
+    try:
+        yield
+    finally:
+        context.pythonExec = saved
+
+
 def dataframe_to_mds(dataframe: Any, merge_index: bool = True,
                      mds_kwargs: dict[str, Any] | None = None,
                      udf_iterable: Callable[..., Iterable[Any]] | None = None,
@@ -142,6 +172,13 @@ def dataframe_to_mds(dataframe: Any, merge_index: bool = True,
         ValueError: the reference's messages (empty DataFrame, missing ``out``, unsupported or
             mismatched column types).
     """
+    with _local_workers_on_this_python(dataframe):
+        return _convert(dataframe, merge_index, mds_kwargs, udf_iterable, udf_kwargs)
+
+
+def _convert(dataframe: Any, merge_index: bool, mds_kwargs: dict[str, Any] | None,
+             udf_iterable: Callable[..., Iterable[Any]] | None,
+             udf_kwargs: dict[str, Any] | None) -> tuple[str, str]:
     if dataframe is None or dataframe.isEmpty():
         raise ValueError("Input dataframe is None or Empty!")
     mds_kwargs = dict(mds_kwargs or {})

@@ -64,6 +64,23 @@ def test_inferred_columns_round_trip_and_merge(spark: Any, tmp_path: Any) -> Non
     assert s["tokens"].tolist() == [0, 1, 2, 3]
 
 
+def test_local_workers_run_on_this_python_unless_one_was_chosen(
+        spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a venv that is not activated, `python3` on PATH lacks this package; a local master
+    with no Python chosen for its workers gets the driver's interpreter for our tasks."""
+    context = spark.sparkContext
+    frame = spark.createDataFrame(_rows(4), SCHEMA).repartition(2)  # its rows' own Python
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.setattr(context, "pythonExec", str(tmp_path / "no-such-python"))
+    out = str(tmp_path / "out")
+    dataframe_to_mds(frame, mds_kwargs={"out": out, "compression": None})
+    assert sorted(int(s["id"]) for s in read_back(out)) == [0, 1, 2, 3]
+    assert context.pythonExec == str(tmp_path / "no-such-python")  # restored afterwards
+    monkeypatch.setenv("PYSPARK_PYTHON", str(tmp_path / "no-such-python"))  # chosen: kept
+    with pytest.raises(Exception, match="no-such-python"):
+        dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "out2"), "compression": None})
+
+
 @pytest.mark.slow
 def test_remote_output_from_executors_and_udf_iterable(spark: Any, tmp_path: Any) -> None:
     from streaming.cli.checks import validate_dataset
