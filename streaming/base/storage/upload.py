@@ -83,6 +83,7 @@ class CloudUploader:
     """
 
     store_options: ClassVar[dict[str, Any]] = {}
+    canned_acl: ClassVar[bool] = False  # boto3 uploads set `S3_CANNED_ACL` as the object's ACL
 
     @classmethod
     def get(
@@ -145,24 +146,32 @@ class CloudUploader:
             self._store = open_store(self.remote, **self.store_options)
         return self._store
 
+    def _boto_client(self) -> Any:
+        """The boto3 client this uploader speaks through, or None for `streaming.storage`
+        (S3 and GCS-HMAC have one when boto3 is installed; see `_boto`)."""
+        return None
+
     def upload_file(self, filename: str) -> None:
         """Upload ``local/filename`` to ``remote/filename``, then drop the local copy."""
         if not self.remote:
             return
         local = os.path.join(self.local, filename)
-        push(self.store, local, filename.replace(os.sep, "/"), retries=self.retry)
-        self.clear_local(local)
-
-    def _boto_upload(self, client: Any, filename: str, *, acl: bool) -> None:
-        """`upload_file` through a boto3 client, `retry` attempts."""
-        local = os.path.join(self.local, filename)
-        remote = f"{(self.remote or '').rstrip('/')}/{filename.replace(os.sep, '/')}"
-        call_with_retries(lambda: _boto.upload_object(client, local, remote, acl=acl),
-                          attempts=max(1, self.retry))
+        key = filename.replace(os.sep, "/")
+        client = self._boto_client()
+        if client is None:
+            push(self.store, local, key, retries=self.retry)
+        else:
+            remote = f"{self.remote.rstrip('/')}/{key}"
+            call_with_retries(lambda: _boto.upload_object(client, local, remote,
+                                                          acl=self.canned_acl),
+                              attempts=max(1, self.retry))
         self.clear_local(local)
 
     def list_objects(self, prefix: str | None = None) -> list[str]:
         """Object keys below `remote` starting with `prefix`, relative to the bucket root."""
+        client = self._boto_client()
+        if client is not None:
+            return _boto.list_keys(client, self.remote or "", prefix)
         _, _, root = split_url(self.remote or "")
         return [join_key(root, path) for path in self.store.list(prefix or "")]
 
@@ -187,6 +196,8 @@ class S3Uploader(CloudUploader):
     With boto3 installed it is the reference's boto3 client, `self.s3` (why: `_boto`).
     """
 
+    canned_acl = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.s3: Any = None
         super().__init__(*args, **kwargs)
@@ -201,16 +212,8 @@ class S3Uploader(CloudUploader):
         if self.s3 is not None:
             _boto.check_bucket(self.s3, remote)
 
-    def upload_file(self, filename: str) -> None:
-        if self.s3 is None:
-            super().upload_file(filename)
-        else:
-            self._boto_upload(self.s3, filename, acl=True)
-
-    def list_objects(self, prefix: str | None = None) -> list[str]:
-        if self.s3 is None:
-            return super().list_objects(prefix)
-        return _boto.list_keys(self.s3, self.remote or "", prefix)
+    def _boto_client(self) -> Any:
+        return self.s3
 
 
 class GCSUploader(CloudUploader):
@@ -237,16 +240,8 @@ class GCSUploader(CloudUploader):
         if self.gcs_client is not None:
             _boto.check_bucket(self.gcs_client, remote)
 
-    def upload_file(self, filename: str) -> None:
-        if self.gcs_client is None:
-            super().upload_file(filename)
-        else:
-            self._boto_upload(self.gcs_client, filename, acl=False)
-
-    def list_objects(self, prefix: str | None = None) -> list[str]:
-        if self.gcs_client is None:
-            return super().list_objects(prefix)
-        return _boto.list_keys(self.gcs_client, self.remote or "", prefix)
+    def _boto_client(self) -> Any:
+        return self.gcs_client
 
 
 def _require_adc() -> None:
