@@ -143,9 +143,10 @@ class Reader(Array, ABC):
 
     @property
     def bytes_as_views(self) -> bool:
-        """Whether `bytes` columns decode to read-only `memoryview`s of the shard's mapping
-        (valid while referenced, even after close or eviction) instead of copies; off by
-        default, as in the reference (`StreamingDataset(bytes_as_views=True)`)."""
+        """Whether `bytes` columns decode to read-only `memoryview`s (of the shard's mapping, or
+        of a reused read buffer when large values are read in order; valid while referenced,
+        even after close or eviction) instead of new `bytes`; off by default, as in the
+        reference (`StreamingDataset(bytes_as_views=True)`)."""
         return self._bytes_as_views
 
     @bytes_as_views.setter

@@ -1,4 +1,4 @@
-"""In-order reading of large MDS samples with `os.pread` (`MDSReader._pread_block`).
+"""In-order reading of large MDS samples with `os.pread` (`large_reads.pread_samples`).
 
 Blocks whose samples average `_PREAD_MIN` bytes or more are read with one `os.pread` per large
 value and one per run of small values (the run ending a sample also reads the next header).

@@ -7,6 +7,8 @@ equally laid-out samples column by column through the encodings' `decode_many`, 
 views of the mapping, and copies variable-size values lazily, one sample at a time. Blocks of
 large samples (images, audio) are read with `os.pread` instead: a value read into a new `bytes`
 by the kernel costs less than the same copy out of the mapping, which first maps every page.
+With `bytes_as_views`, such blocks are read a chunk of samples per `os.preadv` into reused
+buffers and their `bytes` values are views of those (both in `large_reads`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from functools import partial
 from itertools import chain, pairwise
 from typing import Any, NamedTuple
 
@@ -33,7 +36,8 @@ from streaming.format.fileio import (
     release,
 )
 from streaming.format.index import FileInfo
-from streaming.format.mds.read_plan import PREAD_MIN, Column, ReadPlan, pread_plan
+from streaming.format.mds.large_reads import buffered_samples, pread_samples
+from streaming.format.mds.read_plan import PREAD_MIN, Column
 from streaming.format.reader import JointReader
 
 __all__ = ["MDSReader"]
@@ -291,9 +295,8 @@ class MDSReader(JointReader):
     def _decode_block(self, state: _Mapped, columns: list[Column], begin: int,
                       end: int) -> Iterator[dict[str, Any]]:
         offsets = state.offsets[begin:end + 1].astype(np.int64)
-        if not self._bytes_as_views and int(offsets[-1] - offsets[0]) >= PREAD_MIN * (
-                end - begin):
-            return self._pread_block(state, columns, offsets)
+        if int(offsets[-1] - offsets[0]) >= PREAD_MIN * (end - begin):
+            return self._large_block(state, columns, offsets)
         return self._mapped_block(state, columns, offsets)
 
     def _mapped_block(self, state: _Mapped, columns: list[Column],
@@ -311,52 +314,22 @@ class MDSReader(JointReader):
         view = state.view
         return (self.decode_sample(view[a:b]) for a, b in pairwise(offsets.tolist()))
 
-    def _pread_block(self, state: _Mapped, columns: list[Column],
+    def _large_block(self, state: _Mapped, columns: list[Column],
                      offsets: np.ndarray) -> Iterator[dict[str, Any]]:
-        """Samples of a block of large values, read with `os.pread` (see `PREAD_MIN`).
-
-        Per sample: one read of the length header, one per value of at least `PREAD_MIN` bytes
-        (decoded from the `bytes` read, so a `bytes` column costs exactly one copy) and one per
-        run of smaller values. Falls back to the mapping when the path no longer names the file
-        mapped (replaced or evicted meanwhile).
+        """Samples of a block of large values, read from the file (`large_reads`): with
+        `pread_samples`, or with `buffered_samples` for `bytes_as_views`. Falls back to the
+        mapping when the path no longer names the file mapped (replaced or evicted meanwhile).
         """
         fd = open_same(self._path(self.raw_data), state.identity)
         if fd is None:
             yield from self._mapped_block(state, columns, offsets)
             return
-        head = self._head
-        unpack, unpack_from, head_size = (
-            (head.unpack, head.unpack_from, head.size) if head else (None, None, 0))
-        pread = os.pread
-        plans: dict[tuple[int, ...], ReadPlan] = {}
-        lengths: tuple[int, ...] = ()
-        carried = None  # the next sample's lengths, when the previous read ran into its header
+        corrupt = partial(self._corrupt, self.raw_data)
         try:
-            for begin, end in pairwise(offsets.tolist()):
-                if unpack is not None:
-                    lengths = carried or unpack(pread(fd, head_size, begin))
-                    carried = None
-                plan = plans.get(lengths)
-                if plan is None:
-                    if len(plans) >= 64:  # varied lengths: keep the cache small
-                        plans.clear()
-                    plan = plans[lengths] = pread_plan(columns, lengths, head_size)
-                if plan.size != end - begin:
-                    raise ShardFormatError(
-                        f"A sample of shard {self.raw_data.basename} holds {end - begin} bytes "
-                        f"but its header and columns take {plan.size}.")
-                sample: dict[str, Any] = {}
-                for step in plan.steps:
-                    data = pread(fd, step.want, begin + step.at)
-                    if len(data) < step.size:
-                        raise self._corrupt(self.raw_data, f"{step.size} bytes at "
-                                            f"{begin + step.at} run past its end.")
-                    step.fill(sample, data)
-                    if step.want > step.size and len(data) == step.want:  # the next header too
-                        carried = unpack_from(data, step.size)  # type: ignore[misc]
-                yield sample
-        except struct.error:
-            raise self._corrupt(self.raw_data, "a sample header is cut short.") from None
+            if self._bytes_as_views:
+                yield from buffered_samples(fd, self.decode_sample, offsets, corrupt)
+            else:
+                yield from pread_samples(fd, columns, self._head, offsets, corrupt)
         finally:
             os.close(fd)
 

@@ -1,0 +1,91 @@
+"""Reading blocks of large MDS samples (images, audio) from the shard file, not the mapping.
+
+A value read into a new `bytes` by the kernel costs less than the same copy out of a mapping,
+which first maps every page into the process and later unmaps it. `pread_samples` reads one
+value per `os.pread` (the default: `bytes` columns come back as the read's own `bytes`);
+`buffered_samples` reads a chunk of samples per `os.preadv` into a reused buffer and decodes
+views of it (`bytes_as_views`). Both take an open descriptor the caller closes, and the absolute
+sample offsets of the block.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from streaming.errors import ShardFormatError
+from streaming.format.mds.read_plan import Column, ReadPlan, pread_plan
+from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
+
+__all__ = ["buffered_samples", "pread_samples"]
+
+Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
+
+
+def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
+                  offsets: np.ndarray, corrupt: Corrupt) -> Iterator[dict[str, Any]]:
+    """The block's samples, each read with a few `os.pread` calls (see `read_plan`).
+
+    Per sample: one read of the length header, one per value of at least `PREAD_MIN` bytes
+    (decoded from the `bytes` read, so a `bytes` column costs exactly one copy) and one per run
+    of smaller values; the run that ends a sample also reads the next sample's header.
+    """
+    unpack, unpack_from, head_size = (
+        (head.unpack, head.unpack_from, head.size) if head else (None, None, 0))
+    pread = os.pread
+    plans: dict[tuple[int, ...], ReadPlan] = {}
+    lengths: tuple[int, ...] = ()
+    carried = None  # the next sample's lengths, when the previous read ran into its header
+    try:
+        for begin, end in pairwise(offsets.tolist()):
+            if unpack is not None:
+                lengths = carried or unpack(pread(fd, head_size, begin))
+                carried = None
+            plan = plans.get(lengths)
+            if plan is None:
+                if len(plans) >= 64:  # varied lengths: keep the cache small
+                    plans.clear()
+                plan = plans[lengths] = pread_plan(columns, lengths, head_size)
+            if plan.size != end - begin:
+                raise corrupt(f"a sample holds {end - begin} bytes but its header and columns "
+                              f"take {plan.size}.")
+            sample: dict[str, Any] = {}
+            for step in plan.steps:
+                data = pread(fd, step.want, begin + step.at)
+                if len(data) < step.size:
+                    raise corrupt(f"{step.size} bytes at {begin + step.at} run past its end.")
+                step.fill(sample, data)
+                if step.want > step.size and len(data) == step.want:  # the next header too
+                    carried = unpack_from(data, step.size)  # type: ignore[misc]
+            yield sample
+    except struct.error:
+        raise corrupt("a sample header is cut short.") from None
+
+
+def buffered_samples(fd: int, decode: Callable[[memoryview], dict[str, Any]],
+                     offsets: np.ndarray, corrupt: Corrupt) -> Iterator[dict[str, Any]]:
+    """The block's samples, read a chunk of about `CHUNK_BYTES` at a time with one `os.preadv`
+    into a buffer of `read_buffers`, each decoded from a read-only view of it (`decode` turns a
+    `bytes` column into a view of the chunk: no copy; the buffer is reused only once no view
+    of it is left)."""
+    total = len(offsets) - 1
+    # Each chunk ends at the last sample boundary within CHUNK_BYTES of its start (at least one
+    # sample), found for the whole block at once.
+    limits = np.searchsorted(offsets, offsets[:-1] + CHUNK_BYTES, "right") - 1
+    first = 0
+    while first < total:
+        last = max(int(limits[first]), first + 1)
+        start, stop = int(offsets[first]), int(offsets[last])
+        target = read_buffers.take(stop - start)
+        if os.preadv(fd, [target], start) < stop - start:
+            raise corrupt(f"{stop - start} bytes at {start} run past its end.")
+        chunk = target.toreadonly()
+        del target
+        for a, b in pairwise((offsets[first:last + 1] - start).tolist()):
+            yield decode(chunk[a:b])
+        first = last
