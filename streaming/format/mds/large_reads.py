@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from streaming.errors import ShardFormatError
-from streaming.format.mds.read_plan import Column, ReadPlan, pread_plan
+from streaming.format.mds.read_plan import (
+    DECODE,
+    NUMBER,
+    RAW,
+    Column,
+    ReadPlan,
+    pread_plan,
+)
 from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
 
 __all__ = ["buffered_samples", "pread_samples"]
@@ -55,13 +62,20 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
                 raise corrupt(f"a sample holds {end - begin} bytes but its header and columns "
                               f"take {plan.size}.")
             sample: dict[str, Any] = {}
-            for step in plan.steps:
-                data = pread(fd, step.want, begin + step.at)
-                if len(data) < step.size:
-                    raise corrupt(f"{step.size} bytes at {begin + step.at} run past its end.")
-                step.fill(sample, data)
-                if step.want > step.size and len(data) == step.want:  # the next header too
-                    carried = unpack_from(data, step.size)  # type: ignore[misc]
+            for at, want, size, kind, name, fn in plan.steps:  # see `ReadStep`
+                data = pread(fd, want, begin + at)
+                if len(data) < size:
+                    raise corrupt(f"{size} bytes at {begin + at} run past its end.")
+                if kind == RAW:
+                    sample[name] = data
+                elif kind == NUMBER:
+                    sample[name] = fn(data)[0]  # type: ignore[misc]
+                elif kind == DECODE:
+                    sample[name] = fn(data)  # type: ignore[misc]
+                else:
+                    fn(sample, data)  # type: ignore[misc]
+                if want > size and len(data) == want:  # the next header too
+                    carried = unpack_from(data, size)  # type: ignore[misc]
             yield sample
     except struct.error:
         raise corrupt("a sample header is cut short.") from None

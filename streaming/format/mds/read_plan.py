@@ -2,26 +2,28 @@
 
 A sample of large values is read with one `os.pread` per value of at least `PREAD_MIN` bytes and
 one per run of smaller values between them; the plan is worked out once per layout (the tuple of
-a sample's variable lengths) and reused. Each step is a small named type that knows how to put
-what it read into the sample dict. Pure: no I/O.
+a sample's variable lengths) and reused. Each step is a flat tuple whose `kind` says how the
+reader turns the bytes read into values. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from streaming.format.encodings import Encoding
+from streaming.format.encodings.text import Bytes
 
-__all__ = ["PREAD_MIN", "Column", "ReadPlan", "ReadStep", "pread_plan"]
+__all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "Column", "ReadPlan", "ReadStep",
+           "pread_plan"]
 
 # Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
 # large value (and one per run of small ones), instead of copied out of the mapping: the kernel's
 # copy skips mapping every page into the process (measured on 100 KB values: 17 us against 22 us
 # per value; the two meet near 8 KB).
 PREAD_MIN = 16 << 10
-
 
 
 class Column(NamedTuple):
@@ -33,56 +35,41 @@ class Column(NamedTuple):
     slot: int  # index of this column's length in the sample header (variable columns only)
 
 
-# The steps of a sample's read plan: each is one `os.pread` of `want` bytes at offset `at` of the
-# sample, of which `size` are its own; `fill` decodes them into the sample dict. `want` exceeds
-# `size` only for the run that ends a sample: it also reads the next sample's length header,
-# saving a read per sample.
+class ReadStep(NamedTuple):
+    """One `os.pread` of a sample's read plan: `want` bytes at offset `at` of the sample, of
+    which `size` are its own (`want` exceeds `size` only for the run that ends a sample: it also
+    reads the next sample's length header, saving a read per sample).
 
+    `kind` says how the bytes read become values, so the reader's loop does it inline (no call
+    per step where none is needed): `RAW` keeps them as the value of column `name` (a `bytes`
+    column: the read's own object, no copy), `DECODE` stores ``fn(data)``, `NUMBER` stores
+    ``fn(data)[0]`` (one small number, `fn` a struct's `unpack_from`), `FILL` calls
+    ``fn(sample, data)`` (a run of several small values).
+    """
 
-class _LargeValue(NamedTuple):
-    """One value of at least `PREAD_MIN` bytes, read alone and decoded by its column."""
-
+    at: int
+    want: int
+    size: int
+    kind: int
     name: str
-    decode: Callable[[bytes], Any]
-    at: int
-    size: int
-    want: int
-
-    def fill(self, sample: dict[str, Any], data: bytes) -> None:
-        sample[self.name] = self.decode(data)  # a `bytes` column keeps the read's own object
+    fn: Callable[..., Any] | None
 
 
-class _NumberRun(NamedTuple):
+RAW, DECODE, NUMBER, FILL = range(4)
+
+
+def _fill_numbers(names: list[str], unpack: Callable[[bytes], tuple[Any, ...]],
+                  sample: dict[str, Any], data: bytes) -> None:
     """Adjacent small numbers whose coders have a `struct_code`: one `unpack_from` for all."""
-
-    names: list[str]
-    unpack: Callable[[bytes], tuple[Any, ...]]
-    at: int
-    size: int
-    want: int
-
-    def fill(self, sample: dict[str, Any], data: bytes) -> None:
-        if len(self.names) == 1:
-            sample[self.names[0]] = self.unpack(data)[0]
-        else:
-            sample.update(zip(self.names, self.unpack(data)))
+    sample.update(zip(names, unpack(data)))
 
 
-class _ValueRun(NamedTuple):
+def _fill_values(parts: Sequence[tuple[str, Callable[..., Any], int, int]],
+                 sample: dict[str, Any], data: bytes) -> None:
     """Adjacent small values of any encoding: `(name, decode, offset in the run, size)` each."""
-
-    parts: list[tuple[str, Callable[[Any], Any], int, int]]
-    at: int
-    size: int
-    want: int
-
-    def fill(self, sample: dict[str, Any], data: bytes) -> None:
-        view = memoryview(data)
-        for name, decode, at, size in self.parts:
-            sample[name] = decode(view[at:at + size])
-
-
-ReadStep = _LargeValue | _NumberRun | _ValueRun
+    view = memoryview(data)
+    for name, decode, at, size in parts:
+        sample[name] = decode(view[at:at + size])
 
 
 class ReadPlan(NamedTuple):
@@ -106,10 +93,19 @@ def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
               want: int) -> ReadStep:
     codes = [_struct_code(coder) for _, coder, _, _ in run]
     if all(codes):
-        return _NumberRun([name for name, _, _, _ in run],
-                          struct.Struct("<" + "".join(codes)).unpack_from, at, size, want)
-    return _ValueRun([(name, coder.decode, offset, length) for name, coder, offset, length in run],
-                     at, size, want)
+        names = [name for name, _, _, _ in run]
+        unpack = struct.Struct("<" + "".join(codes)).unpack_from
+        if len(names) == 1:
+            return ReadStep(at, want, size, NUMBER, names[0], unpack)
+        return ReadStep(at, want, size, FILL, "", partial(_fill_numbers, names, unpack))
+    parts = [(name, coder.decode, offset, length) for name, coder, offset, length in run]
+    return ReadStep(at, want, size, FILL, "", partial(_fill_values, parts))
+
+
+def _large_step(column: Column, at: int, size: int) -> ReadStep:
+    if type(column.coder).decode is Bytes.decode:  # its value is the `bytes` read, as is
+        return ReadStep(at, size, size, RAW, column.name, None)
+    return ReadStep(at, size, size, DECODE, column.name, column.coder.decode)
 
 
 def pread_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int) -> ReadPlan:
@@ -124,7 +120,7 @@ def pread_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int) 
             if run:
                 steps.append(_run_step(run, run_at, pos - run_at, pos - run_at))
                 run = []
-            steps.append(_LargeValue(column.name, column.coder.decode, pos, size, size))
+            steps.append(_large_step(column, pos, size))
             run_at = pos + size
         else:
             run.append((column.name, column.coder, pos - run_at, size))
