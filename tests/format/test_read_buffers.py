@@ -17,6 +17,7 @@ from formats_support import same, scratch_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streaming.errors import ShardFormatError
 from streaming.format import MDSWriter, load_readers
 from streaming.format.mds import large_reads, read_plan
 from streaming.format.mds import reader as mds_reader
@@ -167,3 +168,18 @@ def test_views_over_chunks_blocks_and_sub_ranges(sizes: list[tuple[int, int]], c
             assert same(_as_bytes(list(reader.iter_range(start, stop))), samples[start:stop])
         finally:
             large_reads.CHUNK_BYTES, mds_reader._BLOCK_BYTES = old
+
+
+def test_views_refuse_lengths_that_do_not_add_up(tmp_path) -> None:
+    _write(str(tmp_path), [(BIG * 2, 9)] * 4)
+    path = tmp_path / "shard.00000.mds"
+    data = bytearray(path.read_bytes())
+    at = int(np.frombuffer(bytes(data), "<u4", 5, 4)[2])  # sample 2's header: the image length
+    data[at:at + 4] = (BIG * 2 + 1).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    reader = load_readers(str(tmp_path))[0]
+    reader.bytes_as_views = True
+    samples = reader.iter_range()
+    assert [next(samples)["a_id"], next(samples)["a_id"]] == [0, 1]
+    with pytest.raises(ShardFormatError, match="holds .* bytes but its header and columns take"):
+        next(samples)

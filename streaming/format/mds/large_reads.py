@@ -23,9 +23,12 @@ from streaming.format.mds.read_plan import (
     DECODE,
     NUMBER,
     RAW,
+    VIEW,
     Column,
     ReadPlan,
+    ViewPlan,
     pread_plan,
+    view_plan,
 )
 from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
 
@@ -81,25 +84,50 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
         raise corrupt("a sample header is cut short.") from None
 
 
-def buffered_samples(fd: int, decode: Callable[[memoryview], dict[str, Any]],
-                     offsets: np.ndarray, corrupt: Corrupt) -> Iterator[dict[str, Any]]:
+def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
+                     views: type, offsets: np.ndarray,
+                     corrupt: Corrupt) -> Iterator[dict[str, Any]]:
     """The block's samples, read a chunk of about `CHUNK_BYTES` at a time with one `os.preadv`
-    into a buffer of `read_buffers`, each decoded from a read-only view of it (`decode` turns a
-    `bytes` column into a view of the chunk: no copy; the buffer is reused only once no view
-    of it is left)."""
+    into a buffer of `read_buffers`; columns whose coder is a `views` instance come back as
+    read-only views of it (no copy; the buffer is reused only once no view of it is left), the
+    others decoded from it (see `view_plan`)."""
+    unpack_from, head_size = (head.unpack_from, head.size) if head else (None, 0)
+    plans: dict[tuple[int, ...], ViewPlan] = {}
+    lengths: tuple[int, ...] = ()
     total = len(offsets) - 1
     # Each chunk ends at the last sample boundary within CHUNK_BYTES of its start (at least one
     # sample), found for the whole block at once.
     limits = np.searchsorted(offsets, offsets[:-1] + CHUNK_BYTES, "right") - 1
     first = 0
-    while first < total:
-        last = max(int(limits[first]), first + 1)
-        start, stop = int(offsets[first]), int(offsets[last])
-        target = read_buffers.take(stop - start)
-        if os.preadv(fd, [target], start) < stop - start:
-            raise corrupt(f"{stop - start} bytes at {start} run past its end.")
-        chunk = target.toreadonly()
-        del target
-        for a, b in pairwise((offsets[first:last + 1] - start).tolist()):
-            yield decode(chunk[a:b])
-        first = last
+    try:
+        while first < total:
+            last = max(int(limits[first]), first + 1)
+            start, stop = int(offsets[first]), int(offsets[last])
+            target = read_buffers.take(stop - start)
+            if os.preadv(fd, [target], start) < stop - start:
+                raise corrupt(f"{stop - start} bytes at {start} run past its end.")
+            chunk = target.toreadonly()
+            del target
+            for a, b in pairwise((offsets[first:last + 1] - start).tolist()):
+                if unpack_from is not None:
+                    lengths = unpack_from(chunk, a)
+                plan = plans.get(lengths)
+                if plan is None:
+                    if len(plans) >= 64:  # varied lengths: keep the cache small
+                        plans.clear()
+                    plan = plans[lengths] = view_plan(columns, lengths, head_size, views)
+                if plan.size != b - a:
+                    raise corrupt(f"a sample holds {b - a} bytes but its header and columns "
+                                  f"take {plan.size}.")
+                sample: dict[str, Any] = {}
+                for name, kind, fn, at, end in plan.parts:  # see `ViewPart`
+                    if kind == VIEW:
+                        sample[name] = chunk[a + at:a + end]
+                    elif kind == NUMBER:
+                        sample[name] = fn(chunk, a + at)[0]  # type: ignore[misc]
+                    else:
+                        sample[name] = fn(chunk[a + at:a + end])  # type: ignore[misc]
+                yield sample
+            first = last
+    except struct.error:
+        raise corrupt("a sample header is cut short.") from None

@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 from streaming.format.encodings import Encoding
 from streaming.format.encodings.text import Bytes
 
-__all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "Column", "ReadPlan", "ReadStep",
-           "pread_plan"]
+__all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadPlan", "ReadStep",
+           "ViewPart", "ViewPlan", "pread_plan", "view_plan"]
 
 # Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
 # large value (and one per run of small ones), instead of copied out of the mapping: the kernel's
@@ -128,3 +128,44 @@ def pread_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int) 
     if run or not steps:
         steps.append(_run_step(run, run_at, pos - run_at, pos - run_at + head_size))
     return ReadPlan(steps, pos)
+
+
+class ViewPart(NamedTuple):
+    """How one value of a sample read whole into a buffer is made (see `view_plan`): `VIEW`
+    takes the slice ``at..end`` of the sample as the value (a `bytes_as_views` column), `NUMBER`
+    unpacks it in place (``fn(buffer, offset)[0]``), `DECODE` stores ``fn(slice)``."""
+
+    name: str
+    kind: int
+    fn: Callable[..., Any] | None
+    at: int
+    end: int
+
+
+VIEW = FILL + 1
+
+
+class ViewPlan(NamedTuple):
+    parts: list[ViewPart]
+    size: int  # the sample's bytes, header included
+
+
+def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
+              views: type) -> ViewPlan:
+    """The values of one sample layout, read out of a buffer holding the whole sample; columns
+    whose coder is a `views` instance become slices of it (positions count from its start)."""
+    parts = []
+    pos = head_size
+    for column in columns:
+        size = lengths[column.slot] if column.size is None else column.size
+        coder = column.coder
+        code = _struct_code(coder)
+        if isinstance(coder, views):
+            parts.append(ViewPart(column.name, VIEW, None, pos, pos + size))
+        elif code and struct.calcsize("<" + code) == size:
+            parts.append(ViewPart(column.name, NUMBER, struct.Struct("<" + code).unpack_from, pos,
+                                  pos + size))
+        else:
+            parts.append(ViewPart(column.name, DECODE, coder.decode, pos, pos + size))
+        pos += size
+    return ViewPlan(parts, pos)

@@ -327,7 +327,8 @@ class MDSReader(JointReader):
         corrupt = partial(self._corrupt, self.raw_data)
         try:
             if self._bytes_as_views:
-                yield from buffered_samples(fd, self.decode_sample, offsets, corrupt)
+                yield from buffered_samples(fd, columns, self._head, _ViewBytes, offsets,
+                                            corrupt)
             else:
                 yield from pread_samples(fd, columns, self._head, offsets, corrupt)
         finally:
