@@ -21,7 +21,8 @@ from streaming.format.index import (
 )
 from streaming.format.jsonl import JSONReader, JSONWriter
 from streaming.format.mds import MDSReader, MDSWriter
-from streaming.format.reader import JointReader, Reader, SplitReader
+from streaming.format.reader import JointReader, Reader
+from streaming.format.split_reader import SplitReader
 from streaming.format.writer import JointWriter, SplitWriter, Writer
 from streaming.format.xsv import CSVReader, CSVWriter, TSVReader, TSVWriter, XSVReader, XSVWriter
 

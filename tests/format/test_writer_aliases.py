@@ -8,7 +8,7 @@ import pytest
 
 import streaming
 from streaming import array, format, local, spanner
-from streaming.format import index, jsonl, mds, reader, writer, xsv
+from streaming.format import index, jsonl, mds, reader, split_reader, writer, xsv
 
 ALIASES = [
     ("streaming.base.format", "CSVWriter", xsv.CSVWriter),
@@ -29,7 +29,7 @@ ALIASES = [
     ("streaming.base.format.base", "FileInfo", index.FileInfo),
     ("streaming.base.format.base", "Reader", reader.Reader),
     ("streaming.base.format.base.reader", "JointReader", reader.JointReader),
-    ("streaming.base.format.base.reader", "SplitReader", reader.SplitReader),
+    ("streaming.base.format.base.reader", "SplitReader", split_reader.SplitReader),
     ("streaming.base.format.base.writer", "Writer", writer.Writer),
     ("streaming.base.format.base.writer", "JointWriter", writer.JointWriter),
     ("streaming.base.format.base.writer", "SplitWriter", writer.SplitWriter),

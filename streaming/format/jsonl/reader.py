@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from streaming.format.index import FileInfo
-from streaming.format.reader import SplitReader
+from streaming.format.split_reader import SplitReader
 
 __all__ = ["JSONReader"]
 

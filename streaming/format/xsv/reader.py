@@ -12,7 +12,7 @@ from typing import Any
 
 from streaming.errors import ShardFormatError
 from streaming.format.index import FileInfo
-from streaming.format.reader import SplitReader
+from streaming.format.split_reader import SplitReader
 from streaming.format.xsv.encodings import _encodings
 
 __all__ = ["CSVReader", "TSVReader", "XSVReader"]

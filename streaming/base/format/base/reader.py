@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from streaming.format.reader import FileInfo, JointReader, Reader, SplitReader
+from streaming.format.reader import FileInfo, JointReader, Reader
+from streaming.format.split_reader import SplitReader
 
 __all__ = ["FileInfo", "JointReader", "Reader", "SplitReader"]

@@ -1,0 +1,93 @@
+"""`SplitReader`: the shared reader of formats whose shards are a data file plus a meta file of
+sample offsets (JSONL, CSV/TSV). The meta file is small and read whole; the data file is mapped
+like every shard (see `streaming.format.reader`).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+import numpy as np
+
+from streaming.format.fileio import map_file
+from streaming.format.index import FileInfo
+from streaming.format.reader import Reader
+
+__all__ = ["SplitReader"]
+
+_UINT32 = struct.Struct("<I")
+_PAIR = struct.Struct("<II")
+
+
+class SplitReader(Reader):
+    """A reader of shards stored as a data file plus a meta file of sample offsets."""
+
+    _file_keys = ("raw_data", "zip_data", "raw_meta", "zip_meta")
+
+    def __init__(self, dirname: str, split: str | None, compression: str | None,
+                 hashes: list[str], raw_data: FileInfo, raw_meta: FileInfo, samples: int,
+                 size_limit: int | str | None, zip_data: FileInfo | None,
+                 zip_meta: FileInfo | None) -> None:
+        super().__init__(dirname, split, compression, hashes, samples, size_limit)
+        self.raw_data = raw_data
+        self.raw_meta = raw_meta
+        self.zip_data = zip_data
+        self.zip_meta = zip_meta
+        self.file_pairs.append((raw_meta, zip_meta))
+        self.file_pairs.append((raw_data, zip_data))
+
+    def _load(self) -> _SplitMapped:
+        """Read the (small) meta file whole, map the data file, and check they agree."""
+        with open(self._path(self.raw_meta), "rb") as file:
+            meta = file.read()
+        data = map_file(self._path(self.raw_data))
+        if len(meta) < 8:
+            raise self._corrupt(self.raw_meta, f"{len(meta)} bytes is too short for a header.")
+        num = _UINT32.unpack_from(meta, 0)[0]
+        if num != self.samples:
+            raise self._corrupt(
+                self.raw_meta, f"its header says {num} samples, the index {self.samples}.")
+        if len(meta) < 8 + 4 * num:
+            raise self._corrupt(self.raw_meta, f"{len(meta)} bytes cannot hold {num} offsets.")
+        offsets = np.frombuffer(meta, "<u4", num + 1, 4)
+        if offsets[-1] > len(data) or (np.diff(offsets.astype(np.int64)) < 0).any():
+            raise self._corrupt(
+                self.raw_meta,
+                f"sample offsets are out of order or past the {len(data)} bytes of "
+                f"{self.raw_data.basename}.")
+        return _SplitMapped(memoryview(data), meta, offsets)
+
+    def get_sample_data(self, idx: int) -> memoryview:
+        if not 0 <= idx < self.samples:
+            self._check_index(idx, self.raw_data.basename)
+        state = self._state or self._opened()
+        begin, end = _PAIR.unpack_from(state.meta, 4 + 4 * idx)
+        return state.view[begin:end]
+
+    def _block_lines(self, start: int, stop: int, newline: str) -> str | None:
+        """The text of samples ``start..stop-1`` if each is exactly one `newline`-ended line.
+
+        Lets a format decode a whole block with a few C-level string operations; returns None
+        (use the per-sample path, which names a bad sample) when the newline is not a single
+        byte, a sample holds more or less than one line, or the block is not valid UTF-8.
+        """
+        state = self._opened()
+        offsets = state.offsets[start:stop + 1].astype(np.int64)
+        mark = newline.encode("utf-8")
+        if len(mark) != 1:
+            return None
+        region = state.view[offsets[0]:offsets[-1]]
+        found = np.flatnonzero(np.frombuffer(region, np.uint8) == mark[0])
+        if len(found) != stop - start or (found != offsets[1:] - offsets[0] - 1).any():
+            return None
+        try:
+            return str(region, "utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+class _SplitMapped(NamedTuple):
+    view: memoryview  # the whole data file
+    meta: bytes  # the whole meta file
+    offsets: np.ndarray  # (n + 1,) uint32 offsets into the data file, a view of `meta`
