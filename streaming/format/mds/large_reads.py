@@ -14,7 +14,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,17 @@ from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
 __all__ = ["buffered_samples", "pread_samples"]
 
 Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
+_Plan = TypeVar("_Plan", ReadPlan, ViewPlan)
+_MAX_PLANS = 64  # layouts remembered per block (samples of varied lengths: keep it small)
+
+
+def _remember(plans: dict[tuple[int, ...], _Plan], lengths: tuple[int, ...],
+              plan: _Plan) -> _Plan:
+    """Keep the plan of a new layout (plans are non-empty tuples, so a hit is truthy)."""
+    if len(plans) >= _MAX_PLANS:
+        plans.clear()
+    plans[lengths] = plan
+    return plan
 
 
 def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
@@ -56,11 +67,8 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             if unpack is not None:
                 lengths = carried or unpack(pread(fd, head_size, begin))
                 carried = None
-            plan = plans.get(lengths)
-            if plan is None:
-                if len(plans) >= 64:  # varied lengths: keep the cache small
-                    plans.clear()
-                plan = plans[lengths] = pread_plan(columns, lengths, head_size)
+            plan = plans.get(lengths) or _remember(
+                plans, lengths, pread_plan(columns, lengths, head_size))
             if plan.size != end - begin:
                 raise corrupt(f"a sample holds {end - begin} bytes but its header and columns "
                               f"take {plan.size}.")
@@ -111,11 +119,8 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             for a, b in pairwise((offsets[first:last + 1] - start).tolist()):
                 if unpack_from is not None:
                     lengths = unpack_from(chunk, a)
-                plan = plans.get(lengths)
-                if plan is None:
-                    if len(plans) >= 64:  # varied lengths: keep the cache small
-                        plans.clear()
-                    plan = plans[lengths] = view_plan(columns, lengths, head_size, views)
+                plan = plans.get(lengths) or _remember(
+                    plans, lengths, view_plan(columns, lengths, head_size, views))
                 if plan.size != b - a:
                     raise corrupt(f"a sample holds {b - a} bytes but its header and columns "
                                   f"take {plan.size}.")
