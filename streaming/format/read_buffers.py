@@ -75,11 +75,6 @@ class ReadBuffers:
                 del pool[0]  # (its views keep it alive; it is freed with the last of them)
             return memoryview(buffer)[:nbytes]
 
-    def clear(self) -> None:
-        """Forget the idle buffers (views still alive keep theirs)."""
-        with self._lock:
-            self._pool = []
-
     def _after_fork(self) -> None:
         self._lock = threading.Lock()  # another thread may have held it at fork time
         self._pool = []  # the parent's buffers are copy-on-write pages here: start afresh

@@ -55,7 +55,7 @@ class ReadStep(NamedTuple):
     fn: Callable[..., Any] | None
 
 
-RAW, DECODE, NUMBER, FILL = range(4)
+RAW, DECODE, NUMBER, FILL, VIEW = range(5)  # `ReadStep.kind`; VIEW only in `ViewPart.kind`
 
 
 def _fill_numbers(names: list[str], unpack: Callable[[bytes], tuple[Any, ...]],
@@ -141,8 +141,6 @@ class ViewPart(NamedTuple):
     at: int
     end: int
 
-
-VIEW = FILL + 1
 
 
 class ViewPlan(NamedTuple):
