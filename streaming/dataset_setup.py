@@ -111,6 +111,11 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
     ns = open_namespace(locals_, [s.remote_dir for s in streams])
     cache = NodeCache(ns, catalog.shards, [s.source for s in streams], catalog.stream_per_shard,
                       cache_limit)
+    with ns.batch():  # one registry write for all of them
+        setup = Latch(ns.array("setup", np.int64, LATCH_SLOTS))
+        next_epoch = ns.scalar("next_epoch")
+        resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
+        barrier = ns.barrier("epoch")
 
     def set_up() -> None:  # once per node: cache the indexes, record the shards present
         present = np.zeros(len(catalog.shards), np.int64)
@@ -119,12 +124,8 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
             stream.set_up_local(catalog.groups[stream_id], present[span])
         cache.set_up(sum(s.get_index_size() for s in streams), present)
 
-    once_per_node(Latch(ns.array("setup", np.int64, LATCH_SLOTS)),
-                  cache.claims.states.created, set_up, f"The cache set-up of {locals_}")
+    once_per_node(setup, cache.claims.states.created, set_up, f"The cache set-up of {locals_}")
     for stream in streams:
         stream.release_index()
-    next_epoch = ns.scalar("next_epoch")
-    resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
-    barrier = ns.barrier("epoch")
     barrier.join()
     return NodeState(ns, cache, next_epoch, resume_page, barrier, ns.board("plan"))

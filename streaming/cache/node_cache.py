@@ -79,26 +79,27 @@ class NodeCache(NodeMetrics):
         )
         self.cache_limit = cache_limit
         self.claim_timeout = NODE_WAIT_TIMEOUT  # the longest a read waits for room
-        n = len(self.shards)
-        self.claims = namespace.claims(n)
-        self.access_times = namespace.array("access_times", np.uint64, n, fill=_NEVER)
-        self.usage = namespace.scalar("cache_usage")
-        # What each shard contributes to `usage`: measured after every preparation and given
-        # back whole on eviction, so files deleted behind the cache's back never leak into it.
-        self.counted = namespace.array("counted_bytes", np.int64, n, fill=0)
-        self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
-        # Shards the user asked to keep resident (`pin`): never evicted while pinned.
-        self.pinned = namespace.array("pinned", np.uint8, n, fill=0)
-        # How far each reading worker is in its list of the epoch (-1: not reading).
-        self.progress = namespace.array("progress", np.int64, IN_USE_SLOTS, fill=-1)
         policy = os.environ.get(EVICTION_ENV, "future").lower()
         if policy not in ("future", "lru"):
             raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
         self.future_aware = policy == "future"
-        # The node's runtime counters (`streaming.metrics`; egress included): a row per process.
-        self._open_metrics(namespace, IN_USE_SLOTS, n,
-                           [scheme_of(src.store.url) if src.store is not None else ""
-                            for src in built])
+        n = len(self.shards)
+        with namespace.batch():  # one registry write for the node's tables
+            self.claims = namespace.claims(n)
+            self.access_times = namespace.array("access_times", np.uint64, n, fill=_NEVER)
+            self.usage = namespace.scalar("cache_usage")
+            # What each shard contributes to `usage`: measured after every preparation and given
+            # back whole on eviction, so files deleted behind the cache's back never leak into it.
+            self.counted = namespace.array("counted_bytes", np.int64, n, fill=0)
+            self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
+            # Shards the user asked to keep resident (`pin`): never evicted while pinned.
+            self.pinned = namespace.array("pinned", np.uint8, n, fill=0)
+            # How far each reading worker is in its list of the epoch (-1: not reading).
+            self.progress = namespace.array("progress", np.int64, IN_USE_SLOTS, fill=-1)
+            # The node's runtime counters (`streaming.metrics`, egress too): a row per process.
+            self._open_metrics(namespace, IN_USE_SLOTS, n,
+                               [scheme_of(src.store.url) if src.store is not None else ""
+                                for src in built])
         self._order: tuple[np.ndarray, Locate] | None = None
         self._following: Callable[[], np.ndarray] | None = None
         self._schedule: UseCursor | None = None  # this epoch's, kept in place as it advances

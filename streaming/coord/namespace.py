@@ -8,11 +8,13 @@ the last live holder unlinks every block, lock file and record.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -69,6 +71,7 @@ class Namespace:
         self._closed = False
         self._release: Release | None = None
         self._finalizer: weakref.finalize | None = None
+        self._batch: tuple[int, _Edit] | None = None  # (thread, edit) inside `batch()`
         if registered is not None:
             self._adopt(registered)
 
@@ -131,47 +134,65 @@ class Namespace:
 
     # -- blocks --------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Create or attach several objects under one hold of the registry lock and one write
+        of the record: each alone costs a lock and an atomic file write (~0.15 ms in a temp dir
+        on disk; a dataset opens about 15 objects). Other processes and threads wait for the
+        whole batch; nested batches join the outer one."""
+        if self._batch is not None and self._batch[0] == threading.get_ident():
+            yield
+            return
+        self.ensure_attached()
+        with self._editing(batch=True):
+            yield
+
+    @contextlib.contextmanager
+    def _editing(self, batch: bool = False) -> Iterator[_Edit]:
+        """The namespace's record under the registry lock (the batch's, inside `batch()`);
+        written back once at the end if changed, also after an error, so every block created
+        stays recorded and is removed at teardown."""
+        if self._batch is not None and self._batch[0] == threading.get_ident():
+            yield self._batch[1]
+            return
+        with registry_lock(self.state_dir, self.timeout):
+            edit = _Edit(self._record())
+            if batch:
+                self._batch = (threading.get_ident(), edit)
+            try:
+                yield edit
+            finally:
+                if batch:
+                    self._batch = None
+                if edit.changed:
+                    write_record(self.state_dir, edit.record)
+
     def _create_or_attach(self, obj: str, size: int, init: Callable[[ShmBlock], None]) -> ShmBlock:
         """Attach the namespace's block `obj`, creating and initialising it if it is new."""
         self.ensure_attached()
         name = block_name(self.name, obj)
-        with registry_lock(self.state_dir, self.timeout):
-            record = self._record()
-            if name in record.blocks:
+        with self._editing() as edit:
+            if name in edit.record.blocks:
                 return ShmBlock.attach(name, size)
-            block = self._fresh_block(record, name, size)
+            block = edit.fresh_block(name, size)
             init(block)
-            write_record(self.state_dir, record)
-        return block
-
-    def _fresh_block(self, record: Record, name: str, size: int) -> ShmBlock:
-        unlink_block(name)  # an unrecorded leftover (crash between create and record)
-        block = ShmBlock.create(name, size)
-        record.blocks.append(name)
         return block
 
     def create_block(self, obj: str, size: int) -> ShmBlock:
         """Create a new block `obj` (replacing any old one) and record it; used by `PlanBoard`."""
         self.ensure_attached()
         name = block_name(self.name, obj)
-        with registry_lock(self.state_dir, self.timeout):
-            record = self._record()
-            if name in record.blocks:
-                record.blocks.remove(name)
-            block = self._fresh_block(record, name, size)
-            write_record(self.state_dir, record)
-        return block
+        with self._editing() as edit:
+            edit.forget(name)
+            return edit.fresh_block(name, size)
 
     def drop_block(self, obj: str) -> None:
         """Unlink block `obj` and forget it (mappings elsewhere stay valid)."""
         self.ensure_attached()
         name = block_name(self.name, obj)
-        with registry_lock(self.state_dir, self.timeout):
-            record = self._record()
+        with self._editing() as edit:
             unlink_block(name)
-            if name in record.blocks:
-                record.blocks.remove(name)
-                write_record(self.state_dir, record)
+            edit.forget(name)
 
     # -- factories -----------------------------------------------------------------------------
 
@@ -247,3 +268,24 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"Namespace({self.name!r}, locals={self.locals!r})"
+
+
+class _Edit:
+    """A namespace record being changed under the registry lock."""
+
+    def __init__(self, record: Record) -> None:
+        self.record = record
+        self.changed = False
+
+    def fresh_block(self, name: str, size: int) -> ShmBlock:
+        """Create block `name` and record it."""
+        unlink_block(name)  # an unrecorded leftover (crash between create and record)
+        block = ShmBlock.create(name, size)
+        self.record.blocks.append(name)
+        self.changed = True
+        return block
+
+    def forget(self, name: str) -> None:
+        if name in self.record.blocks:
+            self.record.blocks.remove(name)
+            self.changed = True

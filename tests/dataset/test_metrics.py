@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+from streaming.metrics import snapshot
 from streaming.metrics.report import (
     INTERVAL_ENV,
     MetricsReporter,
@@ -75,6 +76,12 @@ def test_a_two_worker_epoch_in_every_outlet(remote, tmp_path, caplog):
     assert m["prefetch_concurrency"] >= 1
     assert 0.0 <= m["stall_percent"] <= 100.0
     assert m["loader_wait_seconds"] > 0 and m["elapsed_seconds"] > 0
+    # Reads sum only the rows processes counted in: the two workers' and the main process's,
+    # and they hold every count of the whole table.
+    cache = dataset._cache
+    assert len(np.flatnonzero(cache.metrics_rows.numpy())) == 3
+    now = m["time"]
+    assert snapshot(cache._used_rows(), now) == snapshot(cache.metrics.numpy(), now)
     again = dataset.metrics()  # the dataset reads the same node-wide counters
     assert {k: again[k] for k in ("samples", "fetch_bytes", "loader_batches")} == {
         k: m[k] for k in ("samples", "fetch_bytes", "loader_batches")}
