@@ -26,6 +26,7 @@ from streaming.format.mds.read_plan import (
     VIEW,
     Column,
     ReadPlan,
+    ReadStep,
     ViewPlan,
     pread_plan,
     view_plan,
@@ -61,19 +62,24 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     pread = os.pread
     plans: dict[tuple[int, ...], ReadPlan] = {}
     lengths: tuple[int, ...] = ()
+    last: tuple[int, ...] | None = None  # the layout of `steps` and `total`
+    steps: list[ReadStep] = []
+    total = 0
     carried = None  # the next sample's lengths, when the previous read ran into its header
     try:
         for begin, end in pairwise(offsets.tolist()):
             if unpack is not None:
                 lengths = carried or unpack(pread(fd, head_size, begin))
                 carried = None
-            plan = plans.get(lengths) or _remember(
-                plans, lengths, pread_plan(columns, lengths, head_size))
-            if plan.size != end - begin:
+            if lengths != last:  # runs of one layout skip the lookup
+                steps, total = plans.get(lengths) or _remember(
+                    plans, lengths, pread_plan(columns, lengths, head_size))
+                last = lengths
+            if total != end - begin:
                 raise corrupt(f"a sample holds {end - begin} bytes but its header and columns "
-                              f"take {plan.size}.")
+                              f"take {total}.")
             sample: dict[str, Any] = {}
-            for at, want, size, kind, name, fn in plan.steps:  # see `ReadStep`
+            for at, want, size, kind, name, fn in steps:  # see `ReadStep`
                 data = pread(fd, want, begin + at)
                 if len(data) < size:
                     raise corrupt(f"{size} bytes at {begin + at} run past its end.")
