@@ -33,6 +33,7 @@ from _dataset_report import (  # noqa: E402
     print_memory,
     print_table,
 )
+from _format_worker import IMAGE_BYTES  # noqa: E402
 from bench_format import default_workdir  # noqa: E402  (/dev/shm when it has room)
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dataset_worker.py")
@@ -174,7 +175,8 @@ class Bench:
     def images(self, impl: str, views: bool = False) -> dict[str, Any] | None:
         spec = {"op": "images", "remote": self.remote(impl, "images"), "passes": self.repeat,
                 "local": self.path("cache", f"{impl}-images"), "views": views,
-                "floor": impl == "ours" and not views}
+                "floor": impl == "ours" and not views,
+                "prime_bytes": self.sizes["images"] * IMAGE_BYTES * 5 // 4}
         res = self.run(impl, spec, "images" + (" views" if views else ""))
         if res and res["n"] != self.sizes["images"]:
             want = self.sizes["images"]
