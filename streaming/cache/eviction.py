@@ -3,17 +3,34 @@
 Given each shard's next use in the known sample order (`next_use`, from
 `streaming.order.next_use`), it evicts the shards needed last or never again first (Belady's
 rule) and uses recency only among equals; without it, least recently used first, as the
-reference does.
+reference does. Which of the two is the `STREAMING_EVICTION` setting (`future_aware_policy`).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from streaming.errors import StreamingError
 from streaming.order.next_use import NEVER
 
-__all__ = ["NEVER", "choose_evictions", "CacheFullError"]
+__all__ = ["EVICTION_ENV", "NEVER", "CacheFullError", "choose_evictions", "future_aware_policy"]
+
+#: Environment variable choosing the eviction policy: "future" (the default) or "lru".
+EVICTION_ENV = "STREAMING_EVICTION"
+
+
+def future_aware_policy() -> bool:
+    """Whether `EVICTION_ENV` asks for the next-use rule ("future", the default) over "lru".
+
+    Raises:
+        ValueError: any other value.
+    """
+    policy = os.environ.get(EVICTION_ENV, "future").lower()
+    if policy not in ("future", "lru"):
+        raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
+    return policy == "future"
 
 
 

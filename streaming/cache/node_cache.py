@@ -14,7 +14,6 @@ the future off (least recently used only), for comparison.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streaming.cache.eviction import CacheFullError, choose_evictions
+from streaming.cache.eviction import CacheFullError, choose_evictions, future_aware_policy
 from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.cache.reading_slot import IN_USE_SLOTS, ReadingSlot
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]  # the last two from reading_slot.py
 
 _NEVER = np.iinfo(np.uint64).max
-#: Environment variable choosing the eviction policy: "future" (the default) or "lru".
-EVICTION_ENV = "STREAMING_EVICTION"
 
 Locate = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
 
@@ -79,10 +76,7 @@ class NodeCache(NodeMetrics):
         )
         self.cache_limit = cache_limit
         self.claim_timeout = NODE_WAIT_TIMEOUT  # the longest a read waits for room
-        policy = os.environ.get(EVICTION_ENV, "future").lower()
-        if policy not in ("future", "lru"):
-            raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
-        self.future_aware = policy == "future"
+        self.future_aware = future_aware_policy()
         n = len(self.shards)
         with namespace.batch():  # one registry write for the node's tables
             self.claims = namespace.claims(n)

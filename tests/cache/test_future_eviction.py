@@ -12,7 +12,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from streaming import MDSWriter, Stream, StreamingDataset
-from streaming.cache.node_cache import EVICTION_ENV
+from streaming.cache.eviction import EVICTION_ENV
 from streaming.order.next_use import offline_optimum_bytes
 
 N = 2000
