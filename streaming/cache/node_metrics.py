@@ -85,8 +85,9 @@ class NodeMetrics:
         return snapshot(self._used_rows())
 
     def _used_rows(self) -> np.ndarray:
-        """The rows of `metrics` that processes counted in (a copy)."""
-        return self.metrics.numpy()[np.flatnonzero(self.metrics_rows.numpy())]
+        """The rows of `metrics` that processes counted in (a copy). The flags are copied
+        first: other processes set theirs meanwhile, and `nonzero` refuses a changing array."""
+        return self.metrics.numpy()[np.flatnonzero(self.metrics_rows.numpy().copy())]
 
     def egress(self) -> dict[str, Any]:
         """Bytes and seconds this node spent fetching shards so far."""
