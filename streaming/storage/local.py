@@ -10,6 +10,7 @@ import errno
 import os
 import shutil
 import urllib.parse
+from collections.abc import Callable
 from typing import BinaryIO
 
 from streaming.atomic import replacing
@@ -33,24 +34,43 @@ def local_path_of(url: str) -> str:
 def copy_file(src: BinaryIO, dst: BinaryIO) -> int:
     """Copy an open file into another from their starts; returns the bytes copied.
 
-    The kernel copies (`os.sendfile`: no trip through Python buffers, ~2-4x faster for shards of
-    a local "remote"); where it cannot (no sendfile, a pipe or special file), Python copies in
-    `IO_CHUNK_BYTES` chunks.
+    The kernel copies, with no trip through Python buffers (~2-4x faster for shards of a local
+    "remote"): `os.copy_file_range` first, which on XFS or Btrfs clones the extents instead (no
+    bytes copied, no space used twice) and on NFS 4.2 copies on the server; then `os.sendfile`.
+    Where neither can (a pipe or special file, files on two filesystems of an old kernel),
+    Python copies in `IO_CHUNK_BYTES` chunks.
     """
-    sendfile = getattr(os, "sendfile", None)
-    sent = 0
-    if sendfile is not None:
-        try:
-            while True:  # explicit offsets: the source's position never moves
-                count = sendfile(dst.fileno(), src.fileno(), sent, 1 << 30)
-                if not count:
-                    return sent
-                sent += count
-        except OSError:
-            if sent:  # failed midway: a real I/O error, not an unsupported pair of files
-                raise
+    try:
+        src_fd, dst_fd = src.fileno(), dst.fileno()
+    except (OSError, ValueError):  # an in-memory file
+        kernel_copies = []
+    else:  # explicit offsets: neither file's position moves (each call exists on Linux)
+        kernel_copies = [
+            *([lambda at: os.copy_file_range(src_fd, dst_fd, 1 << 30, at, at)]
+              if hasattr(os, "copy_file_range") else []),
+            *([lambda at: os.sendfile(dst_fd, src_fd, at, 1 << 30)]
+              if hasattr(os, "sendfile") else []),
+        ]
+    for step in kernel_copies:
+        copied = _kernel_copy(step)
+        if copied is not None:
+            return copied
     shutil.copyfileobj(src, dst, IO_CHUNK_BYTES)
     return dst.tell()
+
+
+def _kernel_copy(step: Callable[[int], int]) -> int | None:
+    """Run `step(offset) -> bytes copied` until it copies nothing; the total, or None if the
+    first step failed (this pair of files cannot be copied so, and nothing was written)."""
+    sent = 0
+    try:
+        while count := step(sent):
+            sent += count
+    except OSError:
+        if sent:  # failed midway: a real I/O error, not an unsupported pair of files
+            raise
+        return None
+    return sent
 
 
 class LocalStore(Store):

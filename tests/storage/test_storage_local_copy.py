@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import threading
+
+import pytest
 
 from streaming.storage.local import LocalStore, copy_file
 
@@ -55,3 +58,37 @@ def test_local_store_download_reports_bytes(tmp_path) -> None:
     got = store.download("shard.mds", str(tmp_path / "out"), progress=seen.append)
     assert got == len(data) and sum(seen) == len(data)
     assert (tmp_path / "out").read_bytes() == data
+
+
+def test_without_copy_file_range_sendfile_copies(tmp_path, monkeypatch) -> None:
+    """Files on two filesystems of an older kernel: `copy_file_range` fails with EXDEV before
+    writing anything, and the next way copies it all."""
+    def cross_device(*args: object) -> int:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", cross_device)
+    data = os.urandom(2 * 1024 * 1024 + 5)
+    (tmp_path / "src").write_bytes(data)
+    with open(tmp_path / "src", "rb") as src, open(tmp_path / "dst", "wb") as dst:
+        assert copy_file(src, dst) == len(data)
+    assert (tmp_path / "dst").read_bytes() == data
+
+
+def test_an_error_midway_is_raised_not_retried(tmp_path, monkeypatch) -> None:
+    """A copy that fails after writing part of the file is a real I/O error: raised, never
+    papered over by starting again another way."""
+    real = os.copy_file_range
+    calls = []
+
+    def fails_second_time(src: int, dst: int, count: int, *offsets: int) -> int:
+        calls.append(offsets)
+        if len(calls) > 1:
+            raise OSError(errno.EIO, "I/O error")
+        return real(src, dst, 1000, *offsets)
+
+    monkeypatch.setattr(os, "copy_file_range", fails_second_time)
+    (tmp_path / "src").write_bytes(os.urandom(5000))
+    with open(tmp_path / "src", "rb") as src, open(tmp_path / "dst", "wb") as dst:
+        with pytest.raises(OSError, match="I/O error"):
+            copy_file(src, dst)
+    assert calls == [(0, 0), (1000, 1000)]
