@@ -348,7 +348,8 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         sample_ids = self._begin_epoch(unique, parallel)
         custom = type(self).get_item is not StreamingDataset.get_item
         reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
-                           unique.worker_of_node, self._read, self.get_item if custom else None)
+                           unique.worker_of_node, self._read, self.get_item if custom else None,
+                           early_limit=self.batch_size or 1)
         return sample_ids, reads
 
     def __iter__(self) -> Iterator[Any]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streaming.batch_columns import BatchParts
+from streaming.cache.early_reads import remote_samples
 from streaming.errors import StreamingError
 from streaming.metrics.counters import column
 from streaming.prefetch import CHUNK, Prefetcher, first_uses
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
     from streaming.format.reader import Reader
 
-__all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "first_uses", "iterate_batches",
-           "iterate_epoch", "runs"]
+__all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "early_prefix", "first_uses",
+           "iterate_batches", "iterate_epoch", "runs"]
 
 _SAMPLES = column("samples")
 MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
@@ -81,11 +82,14 @@ class EpochReads:
             retries; raises the user-facing error when that keeps failing).
         get_item: a subclass's per-sample reader, called with the global sample id instead of
             the readers when set (it may transform samples, so no bulk path then).
+        early_limit: how many samples at the start of an epoch may be read straight from the
+            remote while their shards are still being fetched (the first batch: see
+            `streaming.cache.early_reads`); 0 for none.
     """
 
     def __init__(self, readers: Sequence[Reader], cache: NodeCache, locate: Locate, slot: int,
                  recover: Callable[[int, int], Any],
-                 get_item: Callable[[int], Any] | None = None) -> None:
+                 get_item: Callable[[int], Any] | None = None, early_limit: int = 0) -> None:
         self.readers = readers
         self.cache = cache
         self.locate = locate
@@ -94,6 +98,9 @@ class EpochReads:
         reading = cache.reading_slot(slot)
         self.enter, self.leave, self.stamp = reading.enter, reading.leave, reading.stamp
         self.counters = cache.counters  # this worker's row of the node's runtime counters
+        # Samples at the start of the epoch that may be read from the remote before their
+        # shard lands (`early_prefix`); 0 turns that off.
+        self.early_limit = 0 if get_item is not None else early_limit
 
     def prepare(self, shard: int) -> None:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
@@ -129,6 +136,23 @@ class EpochReads:
                 self.readers[shard].close()
                 self.cache.prepare(shard, blocking=True, force=True)
 
+    def early_samples(self, shard: int, indices: np.ndarray) -> list[Any] | None:
+        """Samples `indices` of `shard` read from the remote while the shard is not local
+        yet, or None: it is local, cannot be read so, or the remote failed (then the normal
+        path waits for the shard and raises the real error)."""
+        if self.cache.is_local(shard):
+            return None
+        source = self.cache.sources[int(self.cache.info.stream_ids[shard])]()
+        try:
+            got = remote_samples(self.readers[shard], source, indices)
+        except (StreamingError, OSError, ValueError, struct.error) as err:
+            log.debug("early read of shard %d failed, waiting for it instead: %s", shard, err)
+            return None
+        if got is None:
+            return None
+        self.counters.add_many({"early_samples": len(got.samples), "early_bytes": got.nbytes})
+        return got.samples
+
     def read_one(self, shard: int, index: int) -> Any:
         try:
             return self.readers[shard].get_item(index)
@@ -155,6 +179,25 @@ class EpochReads:
         """
         first = self.read_one(shard, start)
         return chain((first,), self.readers[shard].iter_range(start + 1, stop))
+
+
+def early_prefix(reads: EpochReads, ids: np.ndarray, limit: int) -> list[Any]:
+    """The samples of the first positions of `ids` (at most `limit`) that can be read from the
+    remote before their shards land, in order: a run at a time, stopping at the first that
+    cannot."""
+    if not reads.early_limit or not len(ids) or limit < 1:
+        return []
+    shard_ids, indices = reads.locate(ids[:limit])
+    starts, ends = runs(shard_ids, indices)
+    samples: list[Any] = []
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        shard = int(shard_ids[start])
+        reads.enter(shard, start)
+        got = reads.early_samples(shard, indices[start:end])
+        if got is None:
+            break
+        samples += got
+    return samples
 
 
 def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.ndarray,
@@ -208,7 +251,11 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
                             on_count=reads.count_fetches)
     prefetcher.start()
     try:
-        for begin in range(0, len(sample_ids), CHUNK):
+        # While the prefetcher fetches their shards:
+        early = early_prefix(reads, sample_ids, reads.early_limit)
+        reads.counters.add_at(_SAMPLES, len(early))
+        yield from early
+        for begin in range(len(early), len(sample_ids), CHUNK):
             ids = sample_ids[begin:begin + CHUNK]
             shard_ids, indices = reads.locate(ids)
             reads.stamp(shard_ids)
@@ -243,7 +290,13 @@ def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,
             prefetcher.consumed = begin
             counters = reads.counters
             waited, decoding = counters.value("shard_wait_seconds"), time.perf_counter()
-            batch = _read_batch(reads, begin, ids, shard_ids, indices)
+            early = early_prefix(reads, ids, len(ids)) if begin == 0 else []
+            if len(early) == len(ids):  # the whole first batch read ahead of its shards
+                parts = BatchParts(len(ids))
+                parts.add_samples(np.arange(len(ids)), early)
+                batch = parts.build()
+            else:
+                batch = _read_batch(reads, begin, ids, shard_ids, indices)
             waited = counters.value("shard_wait_seconds") - waited  # not decoding: waiting
             counters.add_many({"decode_seconds": time.perf_counter() - decoding - waited,
                                "decoded_samples": len(ids), "samples": len(ids), "batches": 1})

@@ -37,6 +37,7 @@ _STAGES = (
     ("hash_seconds", "s"), ("hashed_bytes", "bytes"),
     ("decode_seconds", "s"), ("decoded_samples", "count"),
     ("shard_wait_seconds", "s"), ("shard_waits", "count"),
+    ("early_samples", "count"), ("early_bytes", "bytes"),  # read before their shard landed
     ("evictions", "count"), ("evicted_bytes", "bytes"),
     ("refetches", "count"),  # shards fetched again after an eviction (or a deletion)
     ("samples", "count"), ("batches", "count"),

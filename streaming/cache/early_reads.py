@@ -1,0 +1,71 @@
+"""The first samples of a worker's epoch, read from the remote before their shard has landed.
+
+A cold start otherwise waits for the whole first shard (64 MiB by default, seconds from a
+bucket) before its first batch, which needs a few hundred KB of it. While the prefetcher fetches
+that shard, `remote_samples` reads just the samples asked for with two ranged reads of the
+remote shard: their offsets from its header, then their bytes. It does so only where the result
+is exactly what the cache would give: a raw MDS shard (no compression to undo), no digest to
+check first (`validate_hash` checks whole files), a remote to read from, and samples that lie
+close together (scattered ones, as a shuffle picks them, would cost a large read each). In any
+other case it returns None and the caller waits for the shard as usual, which raises the real
+error if there is one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from streaming.cache.prepare import ShardSource
+from streaming.format.mds.reader import MDSReader
+from streaming.format.reader import Reader
+from streaming.storage.transfer import read_range
+
+__all__ = ["EarlySamples", "remote_samples"]
+
+_HEAD = 4  # an MDS shard starts with its sample count (u32), then n + 1 u32 sample offsets
+_SLACK = 16  # samples that may lie between the ones asked for (read, then skipped)
+
+
+class EarlySamples(NamedTuple):
+    samples: list[dict[str, Any]]
+    nbytes: int  # bytes read from the remote
+
+
+def remote_samples(reader: Reader, source: ShardSource,
+                   indices: np.ndarray) -> EarlySamples | None:
+    """Samples `indices` (in that order) of the shard `reader` reads, read from the remote, or
+    None when that is not possible or not worth it (see the module doc).
+
+    Raises:
+        StreamingError or OSError: the remote failed to answer (the caller falls back).
+        ShardFormatError: the remote shard's bytes do not decode.
+    """
+    if (not isinstance(reader, MDSReader) or reader.zip_data is not None
+            or source.store is None or source.validate_hash or not len(indices)):
+        return None
+    lo, hi = int(indices.min()), int(indices.max()) + 1
+    if hi - lo > len(indices) + _SLACK or hi > reader.samples:
+        return None
+    store, name, size = source.store, reader.raw_data.basename, reader.raw_data.bytes
+
+    def read(start: int, end: int) -> bytes:
+        # One attempt: the fallback, waiting for the shard, costs less than a retry's back-off.
+        return read_range(store, name, start, end, retries=1, timeout=source.timeout)
+
+    table = read(_HEAD + 4 * lo, _HEAD + 4 * (hi + 1))
+    if len(table) != 4 * (hi - lo + 1):
+        return None
+    offsets = np.frombuffer(table, "<u4").astype(np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if (first < _HEAD + 4 * (reader.samples + 1) or (size and last > size)
+            or (np.diff(offsets) < 0).any()):
+        return None  # not the shard the index describes: the normal path says what is wrong
+    data = memoryview(read(first, last))
+    if len(data) != last - first:
+        return None
+    spans = (offsets - first).tolist()
+    decode = reader.decode_sample
+    samples = [decode(data[spans[i]:spans[i + 1]]) for i in (indices - lo).tolist()]
+    return EarlySamples(samples, len(table) + len(data))
