@@ -6,7 +6,8 @@ that shard, `remote_samples` reads just the samples asked for with two ranged re
 remote shard: their offsets from its header, then their bytes. It does so only where the result
 is exactly what the cache would give: a raw MDS shard (no compression to undo), no digest to
 check first (`validate_hash` checks whole files), a remote to read from, and samples that lie
-close together (scattered ones, as a shuffle picks them, would cost a large read each). In any
+close together (scattered ones, as a shuffle picks them, would cost a large read each) and take
+a small part of the shard (a first batch of large images is most of it). In any
 other case it returns None and the caller waits for the shard as usual, which raises the real
 error if there is one.
 """
@@ -26,6 +27,8 @@ __all__ = ["EarlySamples", "remote_samples"]
 
 _HEAD = 4  # an MDS shard starts with its sample count (u32), then n + 1 u32 sample offsets
 _SLACK = 16  # samples that may lie between the ones asked for (read, then skipped)
+_MAX_PART = 4  # read early at most 1/4 of a shard's bytes ...
+_MAX_BYTES = 16 << 20  # ... or this much when the index does not give its size
 
 
 class EarlySamples(NamedTuple):
@@ -62,6 +65,8 @@ def remote_samples(reader: Reader, source: ShardSource,
     if (first < _HEAD + 4 * (reader.samples + 1) or (size and last > size)
             or (np.diff(offsets) < 0).any()):
         return None  # not the shard the index describes: the normal path says what is wrong
+    if last - first > (size // _MAX_PART if size else _MAX_BYTES):
+        return None  # much of the shard: fetching it whole is about as quick, egress not doubled
     data = memoryview(read(first, last))
     if len(data) != last - first:
         return None

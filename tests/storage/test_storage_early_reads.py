@@ -230,3 +230,15 @@ def test_a_remote_that_refuses_ranges_falls_back_to_the_download(tmp_path: Path)
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_first_batch_that_is_much_of_its_shard_waits_for_the_shard(tmp_path: Path) -> None:
+    """Reading most of a shard early would double its egress for little time saved."""
+    remote = str(tmp_path / "big")
+    with MDSWriter(out=remote, columns={"b": "bytes"}, size_limit=100_000) as writer:
+        for i in range(40):
+            writer.write({"b": bytes([i]) * 10_000})
+    reader = _readers(remote)[0]
+    assert reader.samples >= 8
+    assert remote_samples(reader, _source(remote), np.arange(2)) is not None  # 20% of it
+    assert remote_samples(reader, _source(remote), np.arange(3)) is None  # 30% of it
