@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from torch.utils.data import IterableDataset
 
 from streaming.array import Array
+from streaming.cache.early_reads import early_reads_enabled
 from streaming.checkpoint import (
     Checkpoint,
     check_state_dict,
@@ -349,7 +350,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         custom = type(self).get_item is not StreamingDataset.get_item
         reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
                            unique.worker_of_node, self._read, self.get_item if custom else None,
-                           early_limit=self.batch_size or 1)
+                           early_limit=(self.batch_size or 1) if early_reads_enabled() else 0)
         return sample_ids, reads
 
     def __iter__(self) -> Iterator[Any]:

@@ -14,6 +14,7 @@ error if there is one.
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,7 +24,10 @@ from streaming.format.mds.reader import MDSReader
 from streaming.format.reader import Reader
 from streaming.storage.transfer import read_range
 
-__all__ = ["EarlySamples", "remote_samples"]
+__all__ = ["EARLY_READS_ENV", "EarlySamples", "early_reads_enabled", "remote_samples"]
+
+#: ``STREAMING_EARLY_READS=0`` turns early reads off (every read waits for its shard).
+EARLY_READS_ENV = "STREAMING_EARLY_READS"
 
 _HEAD = 4  # an MDS shard starts with its sample count (u32), then n + 1 u32 sample offsets
 _SLACK = 16  # samples that may lie between the ones asked for (read, then skipped)
@@ -34,6 +38,11 @@ _MAX_BYTES = 16 << 20  # ... or this much when the index does not give its size
 class EarlySamples(NamedTuple):
     samples: list[dict[str, Any]]
     nbytes: int  # bytes read from the remote
+
+
+def early_reads_enabled() -> bool:
+    """Whether `EARLY_READS_ENV` leaves early reads on (the default)."""
+    return os.environ.get(EARLY_READS_ENV, "1") != "0"
 
 
 def remote_samples(reader: Reader, source: ShardSource,

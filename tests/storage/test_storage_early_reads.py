@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from streaming import MDSWriter, StreamingDataset
-from streaming.cache.early_reads import remote_samples
+from streaming.cache.early_reads import EARLY_READS_ENV, remote_samples
 from streaming.cache.prepare import ShardSource
 from streaming.format import JSONWriter, load_readers
 from streaming.storage import open_store
@@ -104,6 +104,20 @@ def _first_then_rest(items: Iterator[Any], count: int, gate: threading.Event
     if isinstance(first, BaseException):
         raise first
     return first, list(items)
+
+
+def test_the_switch_turns_early_reads_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    remote = _write(tmp_path / "remote")
+    monkeypatch.setenv(EARLY_READS_ENV, "0")
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), batch_size=BATCH)
+    assert [s["i"] for s in dataset] == list(range(N))
+    assert dataset.metrics()["early_samples"] == 0 and dataset.metrics()["shard_waits"] > 0
+    dataset.close()
+    monkeypatch.delenv(EARLY_READS_ENV)
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cold"), batch_size=BATCH)
+    assert [s["i"] for s in dataset] == list(range(N))
+    assert dataset.metrics()["early_samples"] == BATCH
+    dataset.close()
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["samples", "batches"])
