@@ -35,6 +35,7 @@ def _every_scheme(what: str) -> slice:
 
 _FETCH_BYTES = _every_scheme("bytes")
 _FETCH_SECONDS = _every_scheme("seconds")
+_EARLY_BYTES = column("early_bytes")
 
 
 class NodeMetrics:
@@ -90,9 +91,10 @@ class NodeMetrics:
         return self.metrics.numpy()[np.flatnonzero(self.metrics_rows.numpy().copy())]
 
     def egress(self) -> dict[str, Any]:
-        """Bytes and seconds this node spent fetching shards so far."""
+        """Bytes and seconds this node spent fetching shards so far; the bytes include those
+        of early reads (`streaming.cache.early_reads`), which cross the network too."""
         table = self._used_rows()
-        return {"bytes": int(table[:, _FETCH_BYTES].sum()),
+        return {"bytes": int(table[:, _FETCH_BYTES].sum() + table[:, _EARLY_BYTES].sum()),
                 "seconds": float(table[:, _FETCH_SECONDS].sum())}
 
     def _count_prepare(self, shard: int, stream: int, result: PrepareResult) -> None:

@@ -130,6 +130,9 @@ def test_the_first_batch_comes_before_its_shard_lands(gated_remote, tmp_path: Pa
     metrics = dataset.metrics()
     assert httpd.held >= 1  # the shard's download was under way, held back, meanwhile
     assert metrics["early_samples"] == BATCH and 0 < metrics["early_bytes"] < 1 << 14
+    # Egress counts the early reads on top of every shard's one download.
+    shards = sum(r.raw_data.bytes for r in _readers(os.path.join(httpd.root, "data")))
+    assert dataset.egress["bytes"] == shards + metrics["early_bytes"]
     dataset.close()
 
     warm = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=BATCH)
