@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -197,13 +198,21 @@ class Prefetcher:
             self.threads.append(thread)
             thread.start()
 
-    def finish(self) -> None:
+    def finish(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         """Stop, joining only briefly: a prepare in flight may take a while, and the threads are
-        daemons that check `stop` before their next step."""
+        daemons that check `stop` before their next step.
+
+        An iterator left open at interpreter exit is finished while modules are torn down and
+        daemon threads are frozen, maybe holding our lock: then only `stop` is set (the bound
+        default is still there when `sys` is gone; a claim of this dying process is taken over
+        by its peers).
+        """
         self.stop.set()
-        threads = list(self.threads)
-        for thread in threads:  # 50 ms in all; no module globals (may run at interpreter exit)
-            thread.join(timeout=0.05 / len(threads))
+        if _finalizing():
+            return
+        deadline = time.monotonic() + 0.05
+        for thread in list(self.threads):
+            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
         with self._lock:  # a first shard claimed but never taken: give the claim back
             head, self._head = self._head, None
         if head is not None and head[2]:

@@ -58,8 +58,8 @@ def remote_samples(reader: Reader, source: ShardSource,
             or source.store is None or source.validate_hash or not len(indices)):
         return None
     lo, hi = int(indices.min()), int(indices.max()) + 1
-    if hi - lo > len(indices) + _SLACK or hi > reader.samples:
-        return None
+    if hi - lo > len(indices) + _SLACK or hi > reader.samples or 2 * (hi - lo) > reader.samples:
+        return None  # scattered, or half the shard's samples: no need to read its offsets
     store, name, size = source.store, reader.raw_data.basename, reader.raw_data.bytes
 
     def read(start: int, end: int) -> bytes:
