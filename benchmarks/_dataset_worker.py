@@ -251,7 +251,7 @@ def op_images(spec: dict[str, Any]) -> dict[str, Any]:
     impl, local = spec["impl"], spec["local"]
     extra = {"bytes_as_views": True} if spec.get("views") else {}
     shutil.rmtree(local, ignore_errors=True)
-    _prime_memory(os.path.dirname(local), spec.get("prime_bytes", 0))
+    fw.prime_memory(os.path.dirname(local), spec.get("prime_bytes", 0))
     runs = []
     for _ in range(spec["passes"] + 1):
         gc.collect()
@@ -275,24 +275,6 @@ def op_images(spec: dict[str, Any]) -> dict[str, Any]:
         result["floor"] = min(floors)
     shutil.rmtree(local, ignore_errors=True)
     return result
-
-
-def _prime_memory(folder: str, nbytes: int) -> None:
-    """Write and delete `nbytes` in `folder` so the cold pass that follows fills memory the
-    guest has touched before. A VM's first touch of its memory is several times slower (2 GB
-    into a fresh `/dev/shm`: 2.0 s, against 0.7 s once reused), and without this it falls on
-    whichever library happens to run first."""
-    if nbytes <= 0:
-        return
-    chunk = bytes(64 << 20)
-    path = os.path.join(folder, f".prime-{os.getpid()}")
-    os.makedirs(folder, exist_ok=True)
-    try:
-        with open(path, "wb") as f:
-            for _ in range(0, nbytes, len(chunk)):
-                f.write(chunk)
-    finally:
-        os.remove(path)
 
 
 def op_floor_loader(spec: dict[str, Any]) -> dict[str, Any]:

@@ -344,8 +344,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         """Begin an epoch in this worker: its sample ids and how it reads them."""
         unique = self._unique_world.detect_workers()
         self._cache.count_as_worker(unique.worker_of_node)
-        parallel = (unique.replicate(self.replication) if self.replication
-                    else unique.copy())
+        parallel = unique.replicate(self.replication) if self.replication else unique.copy()
         sample_ids = self._begin_epoch(unique, parallel)
         custom = type(self).get_item is not StreamingDataset.get_item
         reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
