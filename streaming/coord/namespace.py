@@ -140,9 +140,6 @@ class Namespace:
         of the record: each alone costs a lock and an atomic file write (~0.15 ms in a temp dir
         on disk; a dataset opens about 15 objects). Other processes and threads wait for the
         whole batch; nested batches join the outer one."""
-        if self._batch is not None and self._batch[0] == threading.get_ident():
-            yield
-            return
         self.ensure_attached()
         with self._editing(batch=True):
             yield
@@ -152,13 +149,14 @@ class Namespace:
         """The namespace's record under the registry lock (the batch's, inside `batch()`);
         written back once at the end if changed, also after an error, so every block created
         stays recorded and is removed at teardown."""
-        if self._batch is not None and self._batch[0] == threading.get_ident():
+        thread = threading.get_ident()
+        if self._batch is not None and self._batch[0] == thread:  # inside this thread's batch
             yield self._batch[1]
             return
         with registry_lock(self.state_dir, self.timeout):
             edit = _Edit(self._record())
             if batch:
-                self._batch = (threading.get_ident(), edit)
+                self._batch = (thread, edit)
             try:
                 yield edit
             finally:
