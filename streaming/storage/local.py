@@ -40,8 +40,10 @@ def copy_file(src: BinaryIO, dst: BinaryIO) -> int:
     Where neither can (a pipe or special file, files on two filesystems of an old kernel),
     Python copies in `IO_CHUNK_BYTES` chunks.
     """
+    expected = 0
     try:
         src_fd, dst_fd = src.fileno(), dst.fileno()
+        expected = os.fstat(src_fd).st_size
     except (OSError, ValueError):  # an in-memory file
         kernel_copies = []
     else:  # explicit offsets: neither file's position moves (each call exists on Linux)
@@ -53,7 +55,8 @@ def copy_file(src: BinaryIO, dst: BinaryIO) -> int:
         ]
     for step in kernel_copies:
         copied = _kernel_copy(step)
-        if copied is not None:
+        # Some filesystems answer with 0 bytes copied instead of refusing: not trusted.
+        if copied is not None and (copied or not expected):
             return copied
     shutil.copyfileobj(src, dst, IO_CHUNK_BYTES)
     return dst.tell()

@@ -92,3 +92,15 @@ def test_an_error_midway_is_raised_not_retried(tmp_path, monkeypatch) -> None:
         with pytest.raises(OSError, match="I/O error"):
             copy_file(src, dst)
     assert calls == [(0, 0), (1000, 1000)]
+
+
+def test_a_kernel_copy_that_copies_nothing_of_a_full_file_is_not_trusted(
+        tmp_path, monkeypatch) -> None:
+    """Some filesystems answer `copy_file_range` with 0 bytes instead of an error: the next way
+    copies the file."""
+    monkeypatch.setattr(os, "copy_file_range", lambda *args: 0)
+    data = os.urandom(70_000)
+    (tmp_path / "src").write_bytes(data)
+    with open(tmp_path / "src", "rb") as src, open(tmp_path / "dst", "wb") as dst:
+        assert copy_file(src, dst) == len(data)
+    assert (tmp_path / "dst").read_bytes() == data
