@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from streaming.cache.prepare import ShardSource
-from streaming.format.mds.reader import MDSReader
+from streaming.format.mds.reader import MDSReader, offsets_in_order
 from streaming.format.reader import Reader
 from streaming.storage.transfer import read_range
 
@@ -29,7 +29,6 @@ __all__ = ["EARLY_READS_ENV", "EarlySamples", "early_reads_enabled", "remote_sam
 #: ``STREAMING_EARLY_READS=0`` turns early reads off (every read waits for its shard).
 EARLY_READS_ENV = "STREAMING_EARLY_READS"
 
-_HEAD = 4  # an MDS shard starts with its sample count (u32), then n + 1 u32 sample offsets
 _SLACK = 16  # samples that may lie between the ones asked for (read, then skipped)
 _MAX_PART = 4  # read early at most 1/4 of a shard's bytes ...
 _MAX_BYTES = 16 << 20  # ... or this much when the index does not give its size
@@ -66,14 +65,13 @@ def remote_samples(reader: Reader, source: ShardSource,
         # One attempt: the fallback, waiting for the shard, costs less than a retry's back-off.
         return read_range(store, name, start, end, retries=1, timeout=source.timeout)
 
-    table = read(_HEAD + 4 * lo, _HEAD + 4 * (hi + 1))
+    table = read(*reader.offsets_span(lo, hi))
     if len(table) != 4 * (hi - lo + 1):
         return None
     offsets = np.frombuffer(table, "<u4").astype(np.int64)
-    first, last = int(offsets[0]), int(offsets[-1])
-    if (first < _HEAD + 4 * (reader.samples + 1) or (size and last > size)
-            or (np.diff(offsets) < 0).any()):
+    if not offsets_in_order(offsets, reader.samples, size):
         return None  # not the shard the index describes: the normal path says what is wrong
+    first, last = int(offsets[0]), int(offsets[-1])
     if last - first > (size // _MAX_PART if size else _MAX_BYTES):
         return None  # much of the shard: fetching it whole is about as quick, egress not doubled
     data = memoryview(read(first, last))

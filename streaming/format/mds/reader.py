@@ -51,6 +51,14 @@ _PAIR = struct.Struct("<II")
 # (measured: 4 MiB blocks of 100 KB samples +1.5 us per sample against whole 64 MiB shards).
 _BLOCK_BYTES = 64 << 20  # at most this many sample bytes per block (the default shard size) ...
 _BLOCK_MAX = 4096  # ... and at most this many samples (tiny samples)
+def offsets_in_order(offsets: np.ndarray, samples: int, size: int) -> bool:
+    """Whether sample offsets (a shard's n + 1, or a run of them) start after the header of a
+    shard of `samples` samples, end within its `size` bytes (0: not known) and never go back."""
+    wide = offsets.astype(np.int64)
+    return bool(wide[0] >= 8 + 4 * samples and (not size or wide[-1] <= size)
+                and (np.diff(wide) >= 0).all())
+
+
 def block_samples(mean_size: int) -> int:
     """Samples per sequential block: `_BLOCK_BYTES` worth of them, within ``[1, _BLOCK_MAX]``."""
     return max(1, min(_BLOCK_MAX, _BLOCK_BYTES // max(mean_size, 1)))
@@ -170,15 +178,18 @@ class MDSReader(JointReader):
         if num != self.samples:
             raise self._corrupt(
                 self.raw_data, f"its header says {num} samples, the index {self.samples}.")
-        first = 8 + 4 * num
-        if size < first:
+        if size < 8 + 4 * num:
             raise self._corrupt(self.raw_data, f"{size} bytes cannot hold {num} offsets.")
         offsets = np.frombuffer(buf, "<u4", num + 1, 4)
-        if offsets[0] < first or offsets[-1] > size or (np.diff(offsets.astype(np.int64)) < 0
-                                                          ).any():
+        if not offsets_in_order(offsets, num, size):
             raise self._corrupt(
                 self.raw_data, f"sample offsets are out of order or past its {size} bytes.")
         return _Mapped(memoryview(buf), offsets, identity)
+
+    def offsets_span(self, start: int, stop: int) -> tuple[int, int]:
+        """The bytes of the shard file holding the offsets of samples ``start..stop - 1``, both
+        ends of each (``stop - start + 1`` values): for reading them from a remote copy."""
+        return 4 + 4 * start, 8 + 4 * stop
 
     def get_sample_data(self, idx: int) -> memoryview:
         if not 0 <= idx < self.samples:
