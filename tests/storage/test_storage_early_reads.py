@@ -106,17 +106,24 @@ def _first_then_rest(items: Iterator[Any], count: int, gate: threading.Event
     return first, list(items)
 
 
-def test_the_switch_turns_early_reads_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    remote = _write(tmp_path / "remote")
+def test_the_switch_turns_early_reads_off(gated_remote, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `STREAMING_EARLY_READS=0` the first sample waits for its shard's download (held
+    back here), then the epoch runs as usual with no early reads."""
+    url, gate, _ = gated_remote
     monkeypatch.setenv(EARLY_READS_ENV, "0")
-    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), batch_size=BATCH)
-    assert [s["i"] for s in dataset] == list(range(N))
-    assert dataset.metrics()["early_samples"] == 0 and dataset.metrics()["shard_waits"] > 0
-    dataset.close()
-    monkeypatch.delenv(EARLY_READS_ENV)
-    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cold"), batch_size=BATCH)
-    assert [s["i"] for s in dataset] == list(range(N))
-    assert dataset.metrics()["early_samples"] == BATCH
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=BATCH)
+    items = iter(dataset)
+    got: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: got.put(next(items)), daemon=True).start()
+    try:
+        with pytest.raises(queue.Empty):  # a bounded look: nothing comes while the gate is shut
+            got.get(timeout=0.5)
+    finally:
+        gate.set()
+    first = got.get(timeout=120)
+    assert [first["i"]] + [s["i"] for s in items] == list(range(N))
+    assert dataset.metrics()["early_samples"] == 0
     dataset.close()
 
 
