@@ -18,9 +18,11 @@ Lifetime: the loader's process unlinks a slot's name as soon as it maps it (both
 valid). A worker does not unlink its slots when it exits: torch stops a worker whose data ran
 out while the loader may still hold that worker's last batch, delivered out of order, and map
 its slot afterwards. A slot the loader never mapped (a loader abandoned before its first
-batches, a killed worker) is removed by the next dataset's start or `streaming clean`, which
-unlink blocks of ours that no live process maps after a minute (the names carry our
-`ss_<uid>_` prefix).
+batches, a killed worker) is unlinked by the loader's process once the workers are gone: by
+`StreamingDataLoader.close()`, and at exit after multiprocessing stopped the workers (every slot
+name starts with a prefix the loader's ring chose). Failing both (the loader's process was
+killed too), the next dataset's start or `streaming clean` removes blocks of ours that no live
+process maps after a minute.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ import numpy as np
 import torch
 
 from streaming.collate import becomes_tensor, collate_columns, torch_dtype_of
-from streaming.coord.shm import ShmBlock, unlink_block
+from streaming.coord.release import after_workers_exit
+from streaming.coord.shm import ShmBlock, list_blocks, unlink_block
 
 __all__ = ["RingBatch", "RingReader", "WorkerRing"]
 
@@ -75,6 +78,16 @@ class WorkerRing:
         self._blocks: list[ShmBlock | None] = [None] * slots
         self._next = 0
         self._pid = os.getpid()
+        # Half of each slot's 16-hex name, chosen here in the loader's process, so that process
+        # can find the slots its workers created and the loader never mapped.
+        self.prefix = f"ss_{os.getuid()}_{secrets.token_hex(4)}"
+        _prefixes.add(self.prefix)
+        after_workers_exit(_unlink_unmapped_at_exit)
+
+    def unlink_unmapped(self) -> list[str]:
+        """Unlink the slots of this ring's workers the loader never mapped; call only once
+        those workers are gone (a worker still running would send a slot that is not there)."""
+        return [name for name in list_blocks(self.prefix, os.getuid()) if unlink_block(name)]
 
     def __call__(self, batch: dict[str, Any]) -> RingBatch | dict[str, Any]:
         if os.getpid() != self._pid:  # a copy in a new process starts a ring of its own
@@ -106,12 +119,21 @@ class WorkerRing:
         if block is not None:  # too small: a bigger one under a new name
             block.close()
             unlink_block(block.name)
-        name = f"ss_{os.getuid()}_{secrets.token_hex(8)}_ring{slot}"
+        name = f"{self.prefix}{secrets.token_hex(4)}_ring{slot}"
         # Not unlinked when this worker exits: the loader may still hold one of its batches
         # (delivered out of order) and map the slot after the worker is gone; it unlinks it.
         block = ShmBlock.create(name, max(_MIN_SLOT, size + size // 4))
         self._blocks[slot] = block
         return block
+
+
+_prefixes: set[str] = set()  # of the rings this process made (as a loader's `collate_fn`)
+
+
+def _unlink_unmapped_at_exit() -> None:
+    for prefix in _prefixes:
+        for name in list_blocks(prefix, os.getuid()):
+            unlink_block(name)
 
 
 class RingReader:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import time
 import warnings
 import weakref
@@ -280,11 +281,12 @@ class StreamingDataLoader(DataLoader):
         if dataset is not None:
             dataset.load_state_dict(obj)
 
-    def close(self) -> None:
+    def close(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         """Stop this loader's worker processes now (idempotent).
 
-        Workers release their hold on the dataset's shared state as they exit. The dataset
-        itself stays open for other loaders: close it with its own `close()` or `with` block.
+        Workers release their hold on the dataset's shared state as they exit, and the batch
+        slots they filled that this process never mapped are unlinked. The dataset itself stays
+        open for other loaders: close it with its own `close()` or `with` block.
         """
         current = getattr(self, "_current", None)
         for iterator in (getattr(self, "_iterator", None), current() if current else None):
@@ -295,6 +297,9 @@ class StreamingDataLoader(DataLoader):
         ring = getattr(self, "_ring", None)
         if ring is not None:
             ring.close()
+        unlink = getattr(getattr(self, "collate_fn", None), "unlink_unmapped", None)
+        if unlink is not None and not _finalizing():  # a `WorkerRing`, its workers stopped now
+            unlink()  # (at interpreter exit, an exit hook of `streaming.batch_ring` did it)
         reporter = getattr(self, "_reporter", None)
         if reporter is not None:
             reporter.stop()

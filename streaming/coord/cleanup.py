@@ -30,13 +30,24 @@ from streaming.coord.records import (
 )
 from streaming.coord.shm import SHM_DIR, list_blocks, unlink_block
 
-__all__ = ["ORPHAN_GRACE", "clean_orphan_blocks", "clean_stale_shared_memory"]
+__all__ = [
+    "ORPHAN_GRACE",
+    "SWEEP_INTERVAL",
+    "clean_orphan_blocks",
+    "clean_stale_shared_memory",
+    "sweep_at_start",
+]
 
 log = logging.getLogger(__name__)
 
 
 #: Seconds an unrecorded block of ours is left alone: it may belong to a namespace being created.
 ORPHAN_GRACE = 60.0
+
+#: Seconds between two sweeps of a state dir by dataset starts (`sweep_at_start`).
+SWEEP_INTERVAL = 60.0
+
+_SWEPT = "swept"  # file in the state dir whose mtime is the last sweep's time
 
 
 def clean_stale_shared_memory() -> list[str]:
@@ -81,20 +92,48 @@ def clean_orphan_blocks(state_dir: str, grace: float = ORPHAN_GRACE) -> list[str
             if f"{SHM_DIR}/{name}" not in mapped and unlink_block(name)]
 
 
+def sweep_at_start(state_dir: str, interval: float = SWEEP_INTERVAL) -> list[str]:
+    """What a dataset's start removes, registry lock held: everything `streaming clean` would
+    (namespaces whose holders all died, their files, orphan blocks), at most once per `interval`
+    seconds per state dir; return what was removed.
+
+    A job that crashed, was killed by its scheduler or ran out of memory leaves its namespace's
+    blocks in /dev/shm, which is RAM. Its own local directory may never be opened again, so
+    waiting for a dataset over the same directory to reclaim it could leave it there for good.
+    Sweeping every record at every start would cost a read per live namespace, times every rank
+    of every job starting on the node; the interval bounds that to one sweep a minute.
+    """
+    stamp = os.path.join(state_dir, _SWEPT)
+    now = time.time()
+    try:
+        if now - os.stat(stamp).st_mtime < interval:
+            return []
+    except FileNotFoundError:
+        pass
+    with open(stamp, "a"):
+        pass
+    os.utime(stamp, (now, now))
+    return _sweep_locked(state_dir)
+
+
 def _clean_namespaces() -> list[str]:
     state_dir = ensure_state_dir()
-    removed: list[str] = []
     with registry_lock(state_dir):
-        live = set()
-        for path in sorted(glob.glob(os.path.join(glob.escape(state_dir), "ss_*.json"))):
-            name = os.path.basename(path)[: -len(".json")]
-            record = read_record(state_dir, name)
-            if record is not None and live_holders(record):
-                live.add(name)
-            elif record is not None:
-                removed += reclaim(state_dir, record)
-        removed += _clean_state_files(state_dir, live)
-        removed += clean_orphan_blocks(state_dir)
+        return _sweep_locked(state_dir)
+
+
+def _sweep_locked(state_dir: str) -> list[str]:
+    removed: list[str] = []
+    live = set()
+    for path in sorted(glob.glob(os.path.join(glob.escape(state_dir), "ss_*.json"))):
+        name = os.path.basename(path)[: -len(".json")]
+        record = read_record(state_dir, name)
+        if record is not None and live_holders(record):
+            live.add(name)
+        elif record is not None:
+            removed += reclaim(state_dir, record)
+    removed += _clean_state_files(state_dir, live)
+    removed += clean_orphan_blocks(state_dir)
     return removed
 
 

@@ -14,7 +14,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from streaming.coord.cleanup import clean_orphan_blocks
+from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
 from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT
@@ -128,10 +128,10 @@ def _choose_locked(state_dir: str, locals_: list[str], remotes: list[str | None]
     lock = registry_lock(state_dir, timeout)
     with lock:
         drain_pending(lock)
-        orphans = clean_orphan_blocks(state_dir)
-        if orphans:
-            log.warning("Removed %d shared-memory blocks left by dead jobs whose records were "
-                        "gone: %s", len(orphans), ", ".join(orphans[:10]))
+        swept = sweep_at_start(state_dir)
+        if swept:
+            log.warning("Removed %d shared-memory blocks and state files left by dead jobs: %s",
+                        len(swept), ", ".join(swept[:10]) + (" ..." if len(swept) > 10 else ""))
         return _choose(state_dir, locals_, remotes, job, me)
 
 

@@ -8,6 +8,11 @@ once without waiting and, if it is busy, queues the release. The queue is draine
 safe point: the next namespace opened or closed in this process, a short-lived background thread
 (a thread may wait, a finalizer may not), and process exit (`atexit`, and multiprocessing's exit
 hooks, which DataLoader workers run instead of `atexit`).
+
+At exit a process drops its holds while its DataLoader workers still hold theirs; multiprocessing
+then terminates those (daemonic) workers, which never run their own release. So a last hook,
+after that, reclaims every namespace this process held whose holders are all dead by then: a
+script that ends, or dies of an exception, with a loader's iterator alive leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
 from multiprocessing import util as mp_util
 
 from streaming.coord.liveness import Identity
@@ -31,18 +37,21 @@ from streaming.coord.records import (
 )
 from streaming.errors import CoordinationError
 
-__all__ = ["Release", "drain_pending", "pending_count"]
+__all__ = ["Release", "after_workers_exit", "drain_pending", "pending_count"]
 
 log = logging.getLogger(__name__)
 
 #: At exit or in the drainer thread, never wait on a stuck registry lock for long.
 RELEASE_TIMEOUT = 10.0
+_EXIT_LOCK_TIMEOUT = 2.0  # the last exit hook's wait; the next start's sweep is the fallback
 _ATTEMPTS = 3
 
 _pending: deque[Release] = deque()  # appends and pops are atomic: no lock needed to queue
 _outstanding: dict[int, Release] = {}  # id -> hold not released yet (for exit)
+_held: set[tuple[str, str]] = set()  # (state dir, name) of every namespace this process held
 _drainer = threading.Lock()  # held while a drainer thread runs (taken without waiting)
 _hooked_pid: int | None = None
+_late_hooks: dict[int, Callable[[], None]] = {}  # id(callback) -> callback, this process's
 
 
 class Release:
@@ -61,6 +70,7 @@ class Release:
         self.done = False
         _hook_exit()
         _outstanding[id(self)] = self
+        _held.add((state_dir, name))
 
     def _mine(self) -> bool:
         return not self.done and os.getpid() == self.ident[0]
@@ -195,6 +205,40 @@ def _hook_exit() -> None:
     _hooked_pid = pid
     atexit.register(_release_all_at_exit)
     mp_util.Finalize(None, _release_all_at_exit, exitpriority=0)
+    after_workers_exit(_reclaim_dead_at_exit)
+
+
+def after_workers_exit(callback: Callable[[], None]) -> None:
+    """Run `callback` once at this process's exit, after multiprocessing terminated and joined
+    its daemonic children (DataLoader workers): what they held is free by then. Registering the
+    same callback again does nothing."""
+    if id(callback) in _late_hooks:
+        return
+    _late_hooks[id(callback)] = callback
+    # A negative priority runs after multiprocessing has stopped the daemonic children.
+    mp_util.Finalize(None, _run_late_hook, args=(callback,), exitpriority=-100)
+
+
+def _run_late_hook(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception as err:  # noqa: BLE001 (exit: report, never raise)
+        log.debug("Exit hook %r failed: %s", callback, err)
+
+
+def _reclaim_dead_at_exit() -> None:
+    """Reclaim the namespaces this process held whose holders are all dead now (its workers,
+    terminated at exit, did not release theirs). A busy registry lock is not waited for long:
+    the next dataset start's sweep removes whatever is left."""
+    for state_dir, name in sorted(_held):
+        try:
+            with registry_lock(state_dir, _EXIT_LOCK_TIMEOUT):
+                record = read_record(state_dir, name)
+                if record is not None and not live_holders(record):
+                    reclaim(state_dir, record)
+        except Exception as err:  # noqa: BLE001 (exit: report, never raise)
+            log.debug("Could not reclaim namespace %s at exit: %s", name, err)
+    _held.clear()
 
 
 def _forget_inherited() -> None:
@@ -202,6 +246,8 @@ def _forget_inherited() -> None:
     global _drainer
     _pending.clear()
     _outstanding.clear()
+    _held.clear()
+    _late_hooks.clear()  # the inherited finalizers do not run in a child (another pid)
     _drainer = threading.Lock()  # the parent's drainer thread does not exist here
 
 

@@ -156,3 +156,44 @@ def test_opening_a_namespace_sweeps_orphans(coord_tmp: str) -> None:
     finally:
         ns.close()
         unlink_block(old)
+
+
+def _abandon(coord_tmp: str, local: str) -> str:
+    """A namespace over `local` whose only holder is dead, as a killed job leaves it."""
+    ns = open_namespace([f"{coord_tmp}/{local}"], [f"s3://b/{local}"])
+    ns.array("x", "uint8", 3)
+    ns._finalizer.detach()  # forget to release, like a SIGKILLed process
+    ns._pid = -1
+    record = read_record(ns.state_dir, ns.name)
+    record.holders = [[2**22 + 1, 1]]  # a pid that cannot be alive
+    write_record(ns.state_dir, record)
+    return ns.name
+
+
+def test_a_start_sweeps_dead_namespaces_of_other_directories_once_a_minute(
+        coord_tmp: str) -> None:
+    """A killed job's namespace goes at the next dataset start on the machine, even one over
+    other directories (the killed job's may never be opened again); starts within a minute of
+    a sweep do not read every record again."""
+    from streaming.coord.cleanup import SWEEP_INTERVAL
+    from streaming.coord.records import ensure_state_dir
+
+    stamp = os.path.join(ensure_state_dir(), "swept")
+    dead = _abandon(coord_tmp, "a")
+    os.utime(stamp, (0, 0))  # the last sweep was long ago
+    first = open_namespace([f"{coord_tmp}/b"], ["s3://b/b"])
+    first.array("y", "uint8", 1)
+    try:
+        assert list_blocks(f"{dead}_") == [] and read_record(first.state_dir, dead) is None
+        again = _abandon(coord_tmp, "c")
+        second = open_namespace([f"{coord_tmp}/d"], ["s3://b/d"])  # within the minute
+        assert list_blocks(f"{again}_") == [f"{again}_x"]
+        second.close()
+        then = time.time() - SWEEP_INTERVAL - 1
+        os.utime(stamp, (then, then))
+        third = open_namespace([f"{coord_tmp}/e"], ["s3://b/e"])
+        assert list_blocks(f"{again}_") == [] and read_record(first.state_dir, again) is None
+        assert list_blocks(f"{first.name}_") == [f"{first.name}_y"]  # live: kept
+        third.close()
+    finally:
+        first.close()

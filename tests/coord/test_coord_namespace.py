@@ -153,7 +153,8 @@ def test_workers_attach_lazily_and_the_last_holder_cleans_up(
     blocks = _shm(f"{ns.name}_")
     assert blocks
     ns.close()
-    assert _shm(f"{ns.name}_") == [] and os.listdir(ns.state_dir) == ["registry.lock"]
+    assert _shm(f"{ns.name}_") == []
+    assert sorted(os.listdir(ns.state_dir)) == ["registry.lock", "swept"]
 
 
 def test_a_worker_outliving_its_creator_releases_at_exit(
@@ -203,7 +204,8 @@ def test_500_namespaces_leak_no_descriptors_or_shared_memory(coord_tmp: str) -> 
     assert len(names) == 3  # one per distinct (local, remote), each created and removed 500/3 times
     assert [b for b in os.listdir("/dev/shm") if b.startswith(tuple(names))] == []
     state_dir = os.path.join(coord_tmp, f"shardstream-{os.getuid()}")
-    assert os.listdir(state_dir) == ["registry.lock"] and len(os.listdir(coord_tmp)) == files
+    assert sorted(os.listdir(state_dir)) == ["registry.lock", "swept"]
+    assert len(os.listdir(coord_tmp)) == files
 
 
 def test_plan_board_is_one_shared_read_only_mapping(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -80,8 +85,8 @@ def test_loader_through_the_ring_matches_tensors_sent_by_torch(tmp_path, monkeyp
     assert not left, f"ring slots left behind: {left}"
 
 
-def _send_one_and_exit(conn) -> None:
-    conn.send(WorkerRing(2)(_batch(4, 8)))
+def _send_one_and_exit(ring: WorkerRing, conn) -> None:
+    conn.send(ring(_batch(4, 8)))
     conn.close()
 
 
@@ -92,7 +97,8 @@ def test_a_batch_outlives_the_worker_that_sent_it() -> None:
 
     ctx = mp.get_context("fork")
     here, there = ctx.Pipe()
-    proc = ctx.Process(target=_send_one_and_exit, args=(there,))
+    ring = WorkerRing(2)  # made by the loader's process, as the loader's `collate_fn`
+    proc = ctx.Process(target=_send_one_and_exit, args=(ring, there))
     proc.start()
     item = here.recv()
     proc.join(timeout=30)
@@ -104,3 +110,53 @@ def test_a_batch_outlives_the_worker_that_sent_it() -> None:
     finally:
         reader.close()
     assert not block_exists(item.name)
+
+
+def test_close_unlinks_slots_the_loader_never_mapped(tmp_path) -> None:
+    """Workers fill slots ahead of the loader; a loader closed after one batch never maps them,
+    and its `close()` (workers stopped) removes them."""
+    data = write_ints(str(tmp_path / "ints"), range(400), size_limit=None)
+    with StreamingDataset(local=data, batch_size=2) as ds:
+        loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4)
+        ring = loader.collate_fn
+        assert isinstance(ring, WorkerRing)
+        batches = iter(loader)
+        assert next(batches)["v"].tolist() == [0, 1]
+        deadline = time.monotonic() + 60
+        while not list_blocks(ring.prefix) and time.monotonic() < deadline:
+            time.sleep(0.01)  # a worker's next batches go into slots nobody mapped yet
+        assert list_blocks(ring.prefix), "no slot waiting to be mapped: nothing is tested"
+        loader.close()
+        assert list_blocks(ring.prefix) == []
+        del batches
+
+
+_EXIT_SCRIPT = """
+import sys
+from streaming import StreamingDataLoader, StreamingDataset
+ds = StreamingDataset(local=sys.argv[1], batch_size=2)
+loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4)
+batches = iter(loader)
+print(next(batches)["v"].tolist(), ds._namespace.name, loader.collate_fn.prefix, flush=True)
+if sys.argv[2] == "raise":
+    raise RuntimeError("the training step failed")
+"""
+
+
+@pytest.mark.parametrize("end", ["return", "raise"])
+def test_a_script_that_ends_with_its_loader_running_leaves_nothing(tmp_path, end) -> None:
+    """At exit the loader's process releases its hold, then multiprocessing terminates the
+    workers, which never release theirs: the last exit hook reclaims the namespace and the
+    unmapped slots once they are dead."""
+    data = write_ints(str(tmp_path / "ints"), range(400), size_limit=None)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, data, end], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == (0 if end == "return" else 1), out.stderr
+    assert ("the training step failed" in out.stderr) == (end == "raise")
+    first, namespace, prefix = out.stdout.rsplit(" ", 2)
+    assert first == "[0, 1]"
+    assert list_blocks(f"{namespace}_") == []
+    assert list_blocks(prefix.strip()) == []
+    state = tmp_path / f"shardstream-{os.getuid()}"
+    assert not (state / f"{namespace}.json").exists()
