@@ -125,10 +125,12 @@ class Release:
             if entry in record.holders:
                 record.holders.remove(entry)
             record.holders = live_holders(record)
-            if record.holders:
+            if record.holders:  # others (maybe our workers) still hold it: looked at at exit
                 write_record(self.state_dir, record)
             else:
                 reclaim(self.state_dir, record)
+        if record is None or not record.holders:  # gone: nothing for the exit hook to check
+            _held.discard((self.state_dir, self.name))
         self.done = True
         _outstanding.pop(id(self), None)
 

@@ -327,3 +327,31 @@ def test_ranks_of_one_node_with_different_locals_fail_fast_and_say_why(
         rank1.close()
         other.close()
         _kill(proc)
+
+
+def test_only_namespaces_left_to_others_wait_for_the_exit_hook(coord_tmp: str) -> None:
+    """A namespace reclaimed at close is forgotten; one a live worker still holds is kept for
+    the exit hook, which reclaims it once that worker is dead."""
+    from streaming.coord import release
+
+    closed = open_namespace([f"{coord_tmp}/a"], ["s3://b/a"])
+    closed.close()
+    assert (closed.state_dir, closed.name) not in release._held
+    shared = open_namespace([f"{coord_tmp}/b"], ["s3://b/b"])
+    shared.array("x", "uint8", 1)
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=attach_then_wait, args=(shared, there))
+    proc.start()
+    try:
+        assert here.poll(30) and here.recv() == 0
+        shared.close()  # the worker still holds it
+        assert (shared.state_dir, shared.name) in release._held
+        proc.kill()  # like multiprocessing's terminate() of a daemonic worker at exit
+        proc.join(30)
+        release._reclaim_dead_at_exit()
+        assert read_record(shared.state_dir, shared.name) is None
+        assert list_blocks(f"{shared.name}_") == []
+    finally:
+        proc.kill()
+        proc.join()
