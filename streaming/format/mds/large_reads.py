@@ -111,18 +111,20 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     total = len(offsets) - 1
     # Each chunk ends at the last sample boundary within CHUNK_BYTES of its start (at least one
     # sample), found for the whole block at once.
-    limits = np.searchsorted(offsets, offsets[:-1] + CHUNK_BYTES, "right") - 1
+    limits = (np.searchsorted(offsets, offsets[:-1] + CHUNK_BYTES, "right") - 1).tolist()
+    bounds = offsets.tolist()
     first = 0
     try:
         while first < total:
-            last = max(int(limits[first]), first + 1)
-            start, stop = int(offsets[first]), int(offsets[last])
+            last = max(limits[first], first + 1)
+            start, stop = bounds[first], bounds[last]
             target = read_buffers.take(stop - start)
             if os.preadv(fd, [target], start) < stop - start:
                 raise corrupt(f"{stop - start} bytes at {start} run past its end.")
             chunk = target.toreadonly()
             del target
-            for a, b in pairwise((offsets[first:last + 1] - start).tolist()):
+            for a, b in pairwise(bounds[first:last + 1]):
+                a, b = a - start, b - start
                 if unpack_from is not None:
                     lengths = unpack_from(chunk, a)
                 plan = plans.get(lengths) or _remember(
