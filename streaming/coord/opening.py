@@ -129,9 +129,12 @@ def _choose_locked(state_dir: str, locals_: list[str], remotes: list[str | None]
     with lock:
         drain_pending(lock)
         swept = sweep_at_start(state_dir)
-        if swept:
-            log.warning("Removed %d shared-memory blocks and state files left by dead jobs: %s",
-                        len(swept), ", ".join(swept[:10]) + (" ..." if len(swept) > 10 else ""))
+        blocks = [name for name in swept if not os.path.isabs(name)]  # the rest: state files
+        if blocks:  # memory a dead job held; its empty lock files are not worth a warning
+            log.warning("Removed %d shared-memory blocks left by dead jobs: %s", len(blocks),
+                        ", ".join(blocks[:10]) + (" ..." if len(blocks) > 10 else ""))
+        elif swept:
+            log.debug("Removed %d state files of dead jobs: %s", len(swept), ", ".join(swept))
         return _choose(state_dir, locals_, remotes, job, me)
 
 
