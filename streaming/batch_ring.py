@@ -87,7 +87,7 @@ class WorkerRing:
     def unlink_unmapped(self) -> list[str]:
         """Unlink the slots of this ring's workers the loader never mapped; call only once
         those workers are gone (a worker still running would send a slot that is not there)."""
-        return [name for name in list_blocks(self.prefix, os.getuid()) if unlink_block(name)]
+        return _unlink_slots({self.prefix})
 
     def __call__(self, batch: dict[str, Any]) -> RingBatch | dict[str, Any]:
         if os.getpid() != self._pid:  # a copy in a new process starts a ring of its own
@@ -130,10 +130,15 @@ class WorkerRing:
 _prefixes: set[str] = set()  # of the rings this process made (as a loader's `collate_fn`)
 
 
+def _unlink_slots(prefixes: set[str]) -> list[str]:
+    """Unlink the slots whose names start with one of `prefixes` (one scan of /dev/shm)."""
+    ours = list_blocks(f"ss_{os.getuid()}_", os.getuid())
+    width = len(next(iter(prefixes), ""))  # every prefix has the same length
+    return [name for name in ours if name[:width] in prefixes and unlink_block(name)]
+
+
 def _unlink_unmapped_at_exit() -> None:
-    for prefix in _prefixes:
-        for name in list_blocks(prefix, os.getuid()):
-            unlink_block(name)
+    _unlink_slots(_prefixes)
 
 
 class RingReader:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import pathlib
 import time
 
 from streaming.atomic import discard
@@ -103,16 +104,13 @@ def sweep_at_start(state_dir: str, interval: float = SWEEP_INTERVAL) -> list[str
     Sweeping every record at every start would cost a read per live namespace, times every rank
     of every job starting on the node; the interval bounds that to one sweep a minute.
     """
-    stamp = os.path.join(state_dir, _SWEPT)
-    now = time.time()
+    stamp = pathlib.Path(state_dir, _SWEPT)
     try:
-        if now - os.stat(stamp).st_mtime < interval:
+        if time.time() - stamp.stat().st_mtime < interval:
             return []
     except FileNotFoundError:
         pass
-    with open(stamp, "a"):
-        pass
-    os.utime(stamp, (now, now))
+    stamp.touch()
     return _sweep_locked(state_dir)
 
 
