@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from streaming.errors import ShardFormatError
 from streaming.format import MDSWriter, load_readers
-from streaming.format.mds import read_plan
+from streaming.format.mds import layout_plans, read_plan
 from streaming.format.mds import reader as mds_reader
 
 BIG = read_plan.PREAD_MIN
@@ -177,3 +177,46 @@ def test_a_subclass_overriding_decode_is_called(tmp_path, monkeypatch) -> None:
     reader = load_readers(str(tmp_path))[0]
     assert [(s["n"], s["z"]) for s in reader] == [(1000, 0), (1001, 1), (1002, 2)]
     assert [reader[i]["n"] for i in range(3)] == [1000, 1001, 1002]
+
+
+ONE_VARIABLE = {"a_id": "int", "e_fixed": f"ndarray:uint8:{BIG}", "img": "bytes", "z": "float64"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([0, 7, BIG - 1, BIG, BIG + 1, 3 * BIG + 5]), min_size=1,
+                max_size=14))
+def test_one_variable_column_of_every_length(lengths: list[int]) -> None:
+    """A schema with one variable-length column: its plans for large values are shifted from a
+    template (`PreadPlans`); reading in order still gives what random access gives."""
+    rng = np.random.default_rng(len(lengths))
+    samples = [{"a_id": i, "e_fixed": np.full(BIG, i, np.uint8), "img": rng.bytes(n),
+                "z": np.float64(i / 4)} for i, n in enumerate(lengths)]
+    with scratch_dir() as out:
+        with MDSWriter(columns=ONE_VARIABLE, out=out, size_limit=None, exist_ok=True) as writer:
+            for sample in samples:
+                writer.write(sample)
+        reader = load_readers(out)[0]
+        assert same(list(reader), samples)
+        assert same([reader[i] for i in range(reader.samples)], samples)
+        reader.bytes_as_views = True  # the views path shifts its plans too (`ViewPlans`)
+        viewed = [{**s, "img": bytes(s["img"])} for s in reader]
+        assert same(viewed, samples)
+
+
+@pytest.mark.parametrize("schema", [ONE_VARIABLE, {"img": "bytes", "label": "int"},
+                                    {"img": "bytes"}, {"head": "int", "img": "bytes"}])
+def test_shifted_plans_are_the_plans_worked_out(schema: dict) -> None:
+    with scratch_dir() as out:
+        with MDSWriter(columns=schema, out=out, size_limit=None, exist_ok=True) as writer:
+            writer.write({name: {"int": 1, "bytes": b"x" * BIG, "float64": 0.5}.get(
+                kind, np.zeros(BIG, np.uint8)) for name, kind in schema.items()})
+        reader = load_readers(out)[0]
+        columns, head = reader._plan(), reader._head.size
+    plans = layout_plans.PreadPlans(columns, head)
+    views = layout_plans.ViewPlans(columns, head, mds_reader._ViewBytes)
+    assert plans._template is not None and views._template is not None  # what is tested
+    for length in (BIG, BIG + 1, 5 * BIG + 3, 10**6):
+        assert plans.get((length,)) == read_plan.pread_plan(columns, (length,), head)
+    for length in (0, 1, BIG, 10**6):
+        assert views.get((length,)) == read_plan.view_plan(columns, (length,), head,
+                                                           mds_reader._ViewBytes)

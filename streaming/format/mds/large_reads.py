@@ -14,39 +14,18 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from itertools import pairwise
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from streaming.errors import ShardFormatError
-from streaming.format.mds.read_plan import (
-    DECODE,
-    NUMBER,
-    RAW,
-    VIEW,
-    Column,
-    ReadPlan,
-    ReadStep,
-    ViewPlan,
-    pread_plan,
-    view_plan,
-)
+from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
+from streaming.format.mds.read_plan import DECODE, NUMBER, RAW, VIEW, Column, ReadStep
 from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
 
 __all__ = ["buffered_samples", "pread_samples"]
 
 Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
-_Plan = TypeVar("_Plan", ReadPlan, ViewPlan)
-_MAX_PLANS = 64  # layouts remembered per block (samples of varied lengths: keep it small)
-
-
-def _remember(plans: dict[tuple[int, ...], _Plan], lengths: tuple[int, ...],
-              plan: _Plan) -> _Plan:
-    """Keep the plan of a new layout (plans are non-empty tuples, so a hit is truthy)."""
-    if len(plans) >= _MAX_PLANS:
-        plans.clear()
-    plans[lengths] = plan
-    return plan
 
 
 def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
@@ -60,7 +39,7 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     unpack, unpack_from, head_size = (
         (head.unpack, head.unpack_from, head.size) if head else (None, None, 0))
     pread = os.pread
-    plans: dict[tuple[int, ...], ReadPlan] = {}
+    plans = PreadPlans(columns, head_size)
     lengths: tuple[int, ...] = ()
     last: tuple[int, ...] | None = None  # the layout of `steps` and `total`
     steps: list[ReadStep] = []
@@ -72,8 +51,7 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
                 lengths = carried or unpack(pread(fd, head_size, begin))
                 carried = None
             if lengths != last:  # runs of one layout skip the lookup
-                steps, total = plans.get(lengths) or _remember(
-                    plans, lengths, pread_plan(columns, lengths, head_size))
+                steps, total = plans.get(lengths)
                 last = lengths
             if total != end - begin:
                 raise corrupt(f"a sample holds {end - begin} bytes but its header and columns "
@@ -106,7 +84,7 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     read-only views of it (no copy; the buffer is reused only once no view of it is left), the
     others decoded from it (see `view_plan`)."""
     unpack_from, head_size = (head.unpack_from, head.size) if head else (None, 0)
-    plans: dict[tuple[int, ...], ViewPlan] = {}
+    plans = ViewPlans(columns, head_size, views)
     lengths: tuple[int, ...] = ()
     total = len(offsets) - 1
     # Each chunk ends at the last sample boundary within CHUNK_BYTES of its start (at least one
@@ -127,13 +105,12 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
                 a, b = a - start, b - start
                 if unpack_from is not None:
                     lengths = unpack_from(chunk, a)
-                plan = plans.get(lengths) or _remember(
-                    plans, lengths, view_plan(columns, lengths, head_size, views))
-                if plan.size != b - a:
+                parts, size = plans.get(lengths)
+                if size != b - a:
                     raise corrupt(f"a sample holds {b - a} bytes but its header and columns "
-                                  f"take {plan.size}.")
+                                  f"take {size}.")
                 sample: dict[str, Any] = {}
-                for name, kind, fn, at, end in plan.parts:  # see `ViewPart`
+                for name, kind, fn, at, end in parts:  # see `ViewPart`
                     if kind == VIEW:
                         sample[name] = chunk[a + at:a + end]
                     elif kind == NUMBER:

@@ -8,6 +8,7 @@ reader turns the bytes read into values. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -91,15 +92,24 @@ def _struct_code(coder: Encoding) -> str:
 
 def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
               want: int) -> ReadStep:
+    return ReadStep(at, want, size, *_run_decoding(tuple(run)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _run_decoding(run: tuple[tuple[str, Encoding, int, int], ...]
+                  ) -> tuple[int, str, Callable[..., Any]]:
+    """`(kind, name, fn)` of a run of small values: where the run sits in its sample does not
+    matter, so samples of varying layouts (images of every size, then the same label) share
+    it instead of building a struct per sample."""
     codes = [_struct_code(coder) for _, coder, _, _ in run]
     if all(codes):
         names = [name for name, _, _, _ in run]
         unpack = struct.Struct("<" + "".join(codes)).unpack_from
         if len(names) == 1:
-            return ReadStep(at, want, size, NUMBER, names[0], unpack)
-        return ReadStep(at, want, size, FILL, "", partial(_fill_numbers, names, unpack))
+            return NUMBER, names[0], unpack
+        return FILL, "", partial(_fill_numbers, names, unpack)
     parts = [(name, coder.decode, offset, length) for name, coder, offset, length in run]
-    return ReadStep(at, want, size, FILL, "", partial(_fill_values, parts))
+    return FILL, "", partial(_fill_values, parts)
 
 
 def _large_step(column: Column, at: int, size: int) -> ReadStep:
@@ -156,14 +166,23 @@ def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
     pos = head_size
     for column in columns:
         size = lengths[column.slot] if column.size is None else column.size
-        coder = column.coder
-        code = _struct_code(coder)
-        if isinstance(coder, views):
-            parts.append(ViewPart(column.name, VIEW, None, pos, pos + size))
-        elif code and struct.calcsize("<" + code) == size:
-            parts.append(ViewPart(column.name, NUMBER, struct.Struct("<" + code).unpack_from, pos,
-                                  pos + size))
-        else:
-            parts.append(ViewPart(column.name, DECODE, coder.decode, pos, pos + size))
+        kind, fn, fits = _view_decoding(column.coder, views)
+        if kind == NUMBER and fits != size:
+            kind, fn = DECODE, column.coder.decode
+        parts.append(ViewPart(column.name, kind, fn, pos, pos + size))
         pos += size
     return ViewPlan(parts, pos)
+
+
+@functools.lru_cache(maxsize=256)
+def _view_decoding(coder: Encoding, views: type) -> tuple[int, Callable[..., Any] | None, int]:
+    """`(kind, fn, size)` of a value in a `view_plan` (`size`: the bytes a `NUMBER` unpacks).
+    The same wherever the value sits and however long it is, so samples whose layouts differ
+    only in their variable lengths (images of every size) share it."""
+    if isinstance(coder, views):
+        return VIEW, None, -1
+    code = _struct_code(coder)
+    if code:
+        unpack = struct.Struct("<" + code)
+        return NUMBER, unpack.unpack_from, unpack.size
+    return DECODE, coder.decode, -1
