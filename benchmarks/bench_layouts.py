@@ -1,0 +1,105 @@
+"""In-order reads of images whose sizes vary (every sample its own layout) against fixed sizes.
+
+Real image datasets hold JPEGs of every size, so no two samples share a layout (the tuple of
+their variable lengths), and the reader cannot reuse a read plan by layout. This writes 20,000
+images of 100,000 bytes, and 20,000 of 80,000-120,000 bytes (multiples of 8), each with an int
+label, into a temp dir in /dev/shm (`bytes` + `int`, 64 MiB shards), then times in one process,
+best of `--repeat`:
+- `floor`: `_format_worker.floor_read`'s two `os.pread`s per image, no library;
+- `bytes`: `StreamingDataset(local=...)` iterated, a new dataset per pass;
+- `views`: the same with `bytes_as_views=True`.
+
+Each per-sample time is given without touching the image (`len` only: the reading itself) and
+with every byte read (xor over a uint64 view, as `bench_format` does). Usage:
+
+    .venv/bin/python benchmarks/bench_layouts.py [--samples 20000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _format_worker as fw  # noqa: E402
+
+from streaming import MDSWriter, StreamingDataset  # noqa: E402
+
+
+def _write(out: str, samples: int, varied: bool) -> None:
+    rng = np.random.default_rng(0)
+    pool = [rng.bytes(120_000) for _ in range(64)]
+    with MDSWriter(out=out, columns={"image": "bytes", "label": "int"},
+                   size_limit=1 << 26) as writer:
+        for i in range(samples):
+            size = int(rng.integers(10_000, 15_001)) * 8 if varied else 100_000  # touch: u64
+            writer.write({"image": pool[i % len(pool)][:size], "label": i})
+
+
+def _ours(path: str, views: bool, touch: bool) -> Callable[[], Any]:
+    def run() -> int:
+        dataset = StreamingDataset(local=path, batch_size=256, bytes_as_views=views)
+        acc = 0
+        for item in dataset:
+            acc ^= (fw.touch(item["image"]) if touch else len(item["image"])) ^ item["label"]
+        dataset.close()
+        return acc
+
+    return run
+
+
+def _floor(path: str, touch: bool) -> Callable[[], Any]:
+    if touch:
+        return lambda: fw.floor_read(path, by_pread=True)
+    real = fw.touch
+    def run() -> int:  # the same reads, `len` instead of the touch
+        fw.touch = len
+        try:
+            return fw.floor_read(path, by_pread=True)
+        finally:
+            fw.touch = real
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    root = tempfile.mkdtemp(prefix="bench_layouts_", dir="/dev/shm" if os.path.isdir(
+        "/dev/shm") else None)
+    try:
+        print(f"{'images':<8} {'reader':<7} {'us/image, len only':>19} {'every byte read':>16}")
+        for varied in (False, True):
+            path = os.path.join(root, "varied" if varied else "fixed")
+            _write(path, args.samples, varied)
+            for name in ("floor", "bytes", "views"):
+                per = []
+                for touch in (False, True):
+                    run = (_floor(path, touch) if name == "floor"
+                           else _ours(path, name == "views", touch))
+                    best = float("inf")
+                    for _ in range(args.repeat):
+                        gc.collect()
+                        start = time.perf_counter()
+                        run()
+                        best = min(best, time.perf_counter() - start)
+                    per.append(best / args.samples * 1e6)
+                label = "varied" if varied else "fixed"
+                print(f"{label:<8} {name:<7} {per[0]:>19.2f} {per[1]:>16.2f}", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
