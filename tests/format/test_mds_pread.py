@@ -220,3 +220,21 @@ def test_shifted_plans_are_the_plans_worked_out(schema: dict) -> None:
     for length in (0, 1, BIG, 10**6):
         assert views.get((length,)) == read_plan.view_plan(columns, (length,), head,
                                                            mds_reader._ViewBytes)
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_an_encoding_that_cannot_be_hashed_is_decoded(tmp_path, monkeypatch, views) -> None:
+    """Decodings are cached by coder; a user's coder may be unhashable (an `eq` dataclass)."""
+    from streaming.format.encodings.scalars import Int
+    from streaming.format.encodings.table import _encodings
+
+    class Unhashable(Int):
+        __hash__ = None  # type: ignore[assignment]
+
+    monkeypatch.setitem(_encodings, "unhashable", Unhashable)
+    with MDSWriter(columns={"image": "bytes", "n": "unhashable"}, out=str(tmp_path)) as writer:
+        for i in range(3):
+            writer.write({"image": bytes(BIG + i), "n": i})
+    reader = load_readers(str(tmp_path))[0]
+    reader.bytes_as_views = views
+    assert [(len(s["image"]), s["n"]) for s in reader] == [(BIG + i, i) for i in range(3)]

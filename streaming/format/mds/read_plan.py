@@ -92,7 +92,16 @@ def _struct_code(coder: Encoding) -> str:
 
 def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
               want: int) -> ReadStep:
-    return ReadStep(at, want, size, *_run_decoding(tuple(run)))
+    return ReadStep(at, want, size, *_cached(_run_decoding, tuple(run)))
+
+
+def _cached(cached: Any, *args: Any) -> Any:
+    """`cached(*args)` of an `lru_cache`d function, or the function itself when an argument
+    cannot be hashed (a user's coder that defines `__eq__` without `__hash__`)."""
+    try:
+        return cached(*args)
+    except TypeError:
+        return cached.__wrapped__(*args)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -166,7 +175,7 @@ def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
     pos = head_size
     for column in columns:
         size = lengths[column.slot] if column.size is None else column.size
-        kind, fn, fits = _view_decoding(column.coder, views)
+        kind, fn, fits = _cached(_view_decoding, column.coder, views)
         if kind == NUMBER and fits != size:
             kind, fn = DECODE, column.coder.decode
         parts.append(ViewPart(column.name, kind, fn, pos, pos + size))
