@@ -5,7 +5,7 @@ raw shards. Each run is a fresh process: it builds a `StreamingDataset` with an 
 a 2-worker `StreamingDataLoader` (batch 256) and times construction to the first batch, with
 `STREAMING_EARLY_READS` on and off in turn. Usage:
 
-    .venv/bin/python benchmarks/bench_early_reads.py [--runs 4] [--samples 100000]
+    .venv/bin/python benchmarks/bench_early_reads.py [--runs 4] [--samples 100000] [--quick]
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="2 runs of 20,000 samples")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.samples = 2, 20_000
     work = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     server = testing.start_seaweed(os.path.join(work, "weed"))
     try:

@@ -12,7 +12,7 @@ best of `--repeat`:
 Each per-sample time is given without touching the image (`len` only: the reading itself) and
 with every byte read (xor over a uint64 view, as `bench_format` does). Usage:
 
-    .venv/bin/python benchmarks/bench_layouts.py [--samples 20000] [--repeat 5]
+    .venv/bin/python benchmarks/bench_layouts.py [--samples 20000] [--repeat 5] [--quick]
 """
 
 from __future__ import annotations
@@ -75,7 +75,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="2,000 samples, best of 2")
     args = parser.parse_args()
+    if args.quick:
+        args.samples, args.repeat = 2_000, 2
     root = tempfile.mkdtemp(prefix="bench_layouts_", dir="/dev/shm" if os.path.isdir(
         "/dev/shm") else None)
     try:
