@@ -8,10 +8,9 @@ reader turns the bytes read into values. Pure: no I/O.
 
 from __future__ import annotations
 
-import functools
 import struct
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 from streaming.format.encodings import Encoding
@@ -104,7 +103,7 @@ def _cached(cached: Any, *args: Any) -> Any:
         return cached.__wrapped__(*args)
 
 
-@functools.lru_cache(maxsize=1024)
+@lru_cache(maxsize=1024)
 def _run_decoding(run: tuple[tuple[str, Encoding, int, int], ...]
                   ) -> tuple[int, str, Callable[..., Any]]:
     """`(kind, name, fn)` of a run of small values: where the run sits in its sample does not
@@ -183,7 +182,7 @@ def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
     return ViewPlan(parts, pos)
 
 
-@functools.lru_cache(maxsize=256)
+@lru_cache(maxsize=256)
 def _view_decoding(coder: Encoding, views: type) -> tuple[int, Callable[..., Any] | None, int]:
     """`(kind, fn, size)` of a value in a `view_plan` (`size`: the bytes a `NUMBER` unpacks).
     The same wherever the value sits and however long it is, so samples whose layouts differ
