@@ -17,7 +17,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _scratch import memory_tempdir  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--samples", type=int, default=200_000)
     args = parser.parse_args(argv)
-    work = tempfile.mkdtemp(prefix="ab-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    work = memory_tempdir("ab-")
     roots = {tag: os.path.join(work, tag) for tag in ("A", "B")}
     try:
         for tag, rev in (("A", args.a), ("B", args.b)):

@@ -15,9 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _scratch import memory_tempdir  # noqa: E402
 
 from streaming import MDSWriter
 from streaming.storage import open_store, testing
@@ -43,7 +45,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.runs, args.samples = 2, 20_000
-    work = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    work = memory_tempdir("bench_early_reads-")
     server = testing.start_seaweed(os.path.join(work, "weed"))
     try:
         data = os.path.join(work, "data")

@@ -22,7 +22,6 @@ import gc
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _format_worker as fw  # noqa: E402
+from _scratch import memory_tempdir  # noqa: E402
 
 from streaming import MDSWriter, StreamingDataset  # noqa: E402
 
@@ -79,8 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.samples, args.repeat = 2_000, 2
-    root = tempfile.mkdtemp(prefix="bench_layouts_", dir="/dev/shm" if os.path.isdir(
-        "/dev/shm") else None)
+    root = memory_tempdir("bench_layouts-")
     try:
         print(f"{'images':<8} {'reader':<7} {'us/image, len only':>19} {'every byte read':>16}")
         for varied in (False, True):

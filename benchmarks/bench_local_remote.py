@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _scratch import memory_tempdir  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 WRITE = """
@@ -55,8 +58,7 @@ def main() -> None:
     n = 2_000 if args.quick else 20_000
     # The remote lives in RAM when it can (its reads are then the same for every pass) and is
     # synced before the first pass (so no pass pays for writing back the one before).
-    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    work = tempfile.mkdtemp(prefix="bench_local_remote-", dir=shm)
+    work = memory_tempdir("bench_local_remote-")
     try:
         remote = os.path.join(work, "remote")
         subprocess.run([sys.executable, "-c", WRITE, remote, str(n)], env=env, check=True)
