@@ -39,7 +39,7 @@ from streaming.dataset_setup import (
     open_node_state,
 )
 from streaming.format.shard_readers import ShardReaders
-from streaming.iteration import EpochReads, drop_padding, iterate_batches, iterate_epoch
+from streaming.iteration import EpochReads, drop_padding, epoch_samples, iterate_batches
 from streaming.order.plan import (
     Resolution,
     epoch_node_rows,
@@ -358,11 +358,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         batching = self._loader_batches
         if batching is not None:
             return self.batches(*batching)
-        return self._samples()
-
-    def _samples(self) -> Iterator[Any]:
-        sample_ids, reads = self._epoch_reads()
-        yield from iterate_epoch(sample_ids, reads, self.predownload)
+        return epoch_samples(self._epoch_reads, self.predownload)  # begins at the first `next`
 
     def batches(self, batch_size: int | None = None, drop_last: bool = False
                 ) -> Iterator[dict[str, Any]]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
     from streaming.format.reader import Reader
 
-__all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "early_prefix", "first_uses",
-           "iterate_batches", "iterate_epoch", "runs"]
+__all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "early_prefix", "epoch_samples",
+           "first_uses", "iterate_batches", "iterate_epoch", "runs"]
 
 _SAMPLES = column("samples")
 MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
@@ -200,34 +200,49 @@ def early_prefix(reads: EpochReads, ids: np.ndarray, limit: int) -> list[Any]:
     return samples
 
 
-def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.ndarray,
-                shard_ids: np.ndarray, indices: np.ndarray) -> Iterator[Any]:
-    """Yield one chunk's samples: bulk runs when they are long on average, else one by one."""
+class _Run:
+    """The bulk run whose samples the consumer is pulling (shard, first, stop), or None while
+    anything else runs: a decoder's error met in it is reported as that run's (see
+    `epoch_samples`)."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current: tuple[int, int, int] | None = None
+
+
+def _chunk_parts(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.ndarray,
+                 shard_ids: np.ndarray, indices: np.ndarray, run: _Run) -> Iterator[Iterable[Any]]:
+    """One chunk's samples as iterables to chain: bulk runs when they are long on average, else
+    one iterable reading them one by one."""
     starts, ends = runs(shard_ids, indices)
     counters = reads.counters
     if reads.get_item is None and len(starts) * MIN_RUN <= len(ids):
         step = max(MIN_RUN, min(_MAX_STEP, prefetcher.window // 4))
+        read_one = reads.read_one
         for start, end, shard, index in zip(starts.tolist(), ends.tolist(),
                                             shard_ids[starts].tolist(), indices[starts].tolist()):
             reads.enter(shard, begin + start)
             if end - start < MIN_RUN:
                 counters.add_at(_SAMPLES, end - start)
                 prefetcher.consumed = begin + start
-                for offset in range(end - start):
-                    yield reads.read_one(shard, index + offset)
+                yield map(read_one, repeat(shard, end - start), range(index, index + end - start))
                 continue
             for sub in range(0, end - start, step):  # progress reports keep prefetch ahead
                 prefetcher.consumed = begin + start + sub
                 lo, hi = index + sub, index + min(sub + step, end - start)
                 counters.add_at(_SAMPLES, hi - lo)
-                try:  # around `yield from`: no frame per sample is added
-                    yield from reads.read_run(shard, lo, hi)
-                except StreamingError:  # ours (a hash mismatch, a bad shard) say it already
-                    raise
-                except (ValueError, struct.error) as err:  # a bulk decoder's own error
-                    raise reads.readers[shard].undecodable_run(lo, hi, err) from err
+                samples = reads.read_run(shard, lo, hi)
+                run.current = (shard, lo, hi)
+                yield samples
+                run.current = None
         return
     counters.add_at(_SAMPLES, len(ids))  # one by one: counted once for the chunk
+    yield _one_by_one(reads, prefetcher, begin, ids, shard_ids, indices)
+
+
+def _one_by_one(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.ndarray,
+                shard_ids: np.ndarray, indices: np.ndarray) -> Iterator[Any]:
     current = -1
     read_one, get_item = reads.read_one, reads.get_item
     for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
@@ -236,6 +251,20 @@ def _read_chunk(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.n
             reads.enter(shard, begin + position)
             current = shard
         yield read_one(shard, index) if get_item is None else get_item(int(ids[position]))
+
+
+def _epoch_parts(sample_ids: np.ndarray, reads: EpochReads, prefetcher: Prefetcher,
+                 run: _Run) -> Generator[Iterable[Any], None, None]:
+    # While the prefetcher fetches their shards:
+    early = early_prefix(reads, sample_ids, reads.early_limit)
+    reads.counters.add_at(_SAMPLES, len(early))
+    yield early
+    for begin in range(len(early), len(sample_ids), CHUNK):
+        ids = sample_ids[begin:begin + CHUNK]
+        shard_ids, indices = reads.locate(ids)
+        reads.stamp(shard_ids)
+        yield from _chunk_parts(reads, prefetcher, begin, ids, shard_ids, indices, run)
+        reads.restore_missing(shard_ids)
 
 
 def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -> Iterator[Any]:
@@ -247,21 +276,35 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
         reads: how this worker reads samples and keeps the node cache informed.
         predownload: how many samples ahead of the consumer the prefetcher may work.
     """
+    return epoch_samples(lambda: (sample_ids, reads), predownload)
+
+
+def epoch_samples(begin: Callable[[], tuple[np.ndarray, EpochReads]],
+                  predownload: int) -> Iterator[Any]:
+    """`iterate_epoch`, with its sample ids and reads made by `begin` at the first `next`.
+
+    The epoch is a chain (in C) of iterables, one per bulk run or chunk: each sample passes
+    through this generator's frame and the reader's own, never through one frame per layer of
+    planning (each resumed frame costs ~0.1 us a sample). A decoder's own error (`ValueError`,
+    `struct.error`) met in a bulk run is raised as `Reader.undecodable_run`, naming the run.
+    """
+    sample_ids, reads = begin()
     prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes,
                             on_count=reads.count_fetches)
     prefetcher.start()
+    run = _Run()
+    parts = _epoch_parts(sample_ids, reads, prefetcher, run)
     try:
-        # While the prefetcher fetches their shards:
-        early = early_prefix(reads, sample_ids, reads.early_limit)
-        reads.counters.add_at(_SAMPLES, len(early))
-        yield from early
-        for begin in range(len(early), len(sample_ids), CHUNK):
-            ids = sample_ids[begin:begin + CHUNK]
-            shard_ids, indices = reads.locate(ids)
-            reads.stamp(shard_ids)
-            yield from _read_chunk(reads, prefetcher, begin, ids, shard_ids, indices)
-            reads.restore_missing(shard_ids)
+        yield from chain.from_iterable(parts)
+    except Exception as err:  # not by name: an iterator finalised at exit may outlive them
+        # Ours (a hash mismatch, a bad shard) say it already; a bulk decoder's own does not.
+        if (run.current is None or isinstance(err, StreamingError)
+                or not isinstance(err, (ValueError, struct.error))):
+            raise
+        shard, lo, hi = run.current
+        raise reads.readers[shard].undecodable_run(lo, hi, err) from err
     finally:
+        parts.close()
         reads.leave()
         prefetcher.finish()
 

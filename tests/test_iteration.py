@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -193,6 +194,72 @@ def test_custom_get_item_gets_global_sample_ids() -> None:
     ids = np.arange(20, dtype=np.int64)[::-1].copy()
     assert list(iterate_epoch(ids, reads, predownload=4)) == ids.tolist()
     assert calls == ids.tolist() and not any(r.bulk or r.singles for r in readers)
+
+
+class BrokenReader(FakeReader):
+    """Its bulk reads raise a decoder's error at sample `bad` (a corrupt value)."""
+
+    def __init__(self, shard: int, size: int, bad: int) -> None:
+        super().__init__(shard, size)
+        self.bad = bad
+
+    def iter_range(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
+        self.bulk.append((start, stop))
+        for i in range(start, stop):
+            if i == self.bad:
+                raise ValueError("not utf-8")
+            yield (self.shard, i)
+
+    def undecodable_run(self, start: int, stop: int, err: BaseException) -> Exception:
+        return RuntimeError(f"run {self.shard}:{start}..{stop - 1}: {err}")
+
+
+def test_a_decoders_error_in_a_bulk_run_names_the_run() -> None:
+    reads, readers, _, _ = make_reads([100, 100])
+    readers[1] = BrokenReader(1, 100, bad=40)
+    got: list[tuple[int, int]] = []
+    with pytest.raises(RuntimeError, match=r"^run 1:\d+\.\.\d+: not utf-8$") as caught:
+        got.extend(iterate_epoch(np.arange(200, dtype=np.int64), reads, predownload=32))
+    start, stop = (int(x) for x in str(caught.value).split()[1][2:-1].split(".."))
+    assert start <= 40 <= stop and (start + 1, stop + 1) in readers[1].bulk  # 1st: get_item
+    assert got == [(0, i) for i in range(100)] + [(1, i) for i in range(40)]
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_a_custom_get_items_own_error_is_not_renamed() -> None:
+    def get_item(i: int) -> int:
+        if i == 7:
+            raise ValueError("the user's transform")
+        return i
+
+    reads, _, cache, _ = make_reads([10, 10], get_item=get_item)
+    with pytest.raises(ValueError, match="the user's transform"):
+        list(iterate_epoch(np.arange(20, dtype=np.int64), reads, predownload=4))
+    assert cache.in_use.values[3] == -1  # released all the same
+
+
+def test_each_sample_passes_through_one_frame_of_ours() -> None:
+    """The epoch chains runs in C: between the consumer and a reader's generator sits only
+    `epoch_samples` (every frame resumed per sample costs ~0.1 us)."""
+    depths: list[int] = []
+
+    class Deep(FakeReader):
+        def iter_range(self, start: int, stop: int) -> Iterator[tuple[int, int]]:
+            for i in range(start, stop):
+                frame, depth = sys._getframe(1), 0
+                while frame is not None and frame.f_code.co_name != "consume":
+                    frame, depth = frame.f_back, depth + 1
+                depths.append(depth)
+                yield (self.shard, i)
+
+    reads, readers, _, _ = make_reads([300])
+    readers[0] = Deep(0, 300)
+
+    def consume() -> list[Any]:
+        return list(iterate_epoch(np.arange(300, dtype=np.int64), reads, predownload=64))
+
+    assert len(consume()) == 300
+    assert len(depths) > 250 and set(depths) == {1}  # all but the first of each run
 
 
 def test_missing_shard_takes_the_recovery_path_once_per_run() -> None:

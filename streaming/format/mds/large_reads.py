@@ -4,8 +4,9 @@ A value read into a new `bytes` by the kernel costs less than the same copy out 
 which first maps every page into the process and later unmaps it. `pread_samples` reads one
 value per `os.pread` (the default: `bytes` columns come back as the read's own `bytes`);
 `buffered_samples` reads a chunk of samples per `os.preadv` into a reused buffer and decodes
-views of it (`bytes_as_views`). Both take an open descriptor the caller closes, and the absolute
-sample offsets of the block.
+views of it (`bytes_as_views`). Both take an open descriptor, which they own (closed once they
+are done, closed or collected: start them, or close it yourself), and the absolute sample
+offsets of the block.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             yield sample
     except struct.error:
         raise corrupt("a sample header is cut short.") from None
+    finally:
+        os.close(fd)
 
 
 def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
@@ -121,3 +124,5 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             first = last
     except struct.error:
         raise corrupt("a sample header is cut short.") from None
+    finally:
+        os.close(fd)

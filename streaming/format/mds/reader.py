@@ -13,7 +13,6 @@ buffers and their `bytes` values are views of those (both in `large_reads`).
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 from functools import partial
@@ -330,20 +329,17 @@ class MDSReader(JointReader):
         """Samples of a block of large values, read from the file (`large_reads`): with
         `pread_samples`, or with `buffered_samples` for `bytes_as_views`. Falls back to the
         mapping when the path no longer names the file mapped (replaced or evicted meanwhile).
+
+        Returns the `large_reads` generator itself, not one wrapping it (a frame less per
+        sample); it owns the descriptor, and `iter_range`'s chain starts it at once.
         """
         fd = open_same(self._path(self.raw_data), state.identity)
         if fd is None:
-            yield from self._mapped_block(state, columns, offsets)
-            return
+            return self._mapped_block(state, columns, offsets)
         corrupt = partial(self._corrupt, self.raw_data)
-        try:
-            if self._bytes_as_views:
-                yield from buffered_samples(fd, columns, self._head, _ViewBytes, offsets,
-                                            corrupt)
-            else:
-                yield from pread_samples(fd, columns, self._head, offsets, corrupt)
-        finally:
-            os.close(fd)
+        if self._bytes_as_views:
+            return buffered_samples(fd, columns, self._head, _ViewBytes, offsets, corrupt)
+        return pread_samples(fd, columns, self._head, offsets, corrupt)
 
     def _uniform_layout(self, rows: np.ndarray,
                         columns: list[Column]) -> list[tuple[Column, int, int]] | None:
