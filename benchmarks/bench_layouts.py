@@ -1,11 +1,16 @@
 """In-order reads of images whose sizes vary (every sample its own layout) against fixed sizes.
 
 Real image datasets hold JPEGs of every size, so no two samples share a layout (the tuple of
-their variable lengths), and the reader cannot reuse a read plan by layout. This writes 20,000
-images of 100,000 bytes, and 20,000 of 80,000-120,000 bytes (multiples of 8), each with an int
-label, into a temp dir in /dev/shm (`bytes` + `int`, 64 MiB shards), then times in one process,
-best of `--repeat`:
-- `floor`: `_format_worker.floor_read`'s two `os.pread`s per image, no library;
+their variable lengths), and the reader cannot reuse a read plan by layout. This writes, into a
+temp dir in /dev/shm (64 MiB shards), 20,000 samples of each layout:
+- `fixed`: an image of 100,000 bytes and an int label (`bytes` + `int`);
+- `varied`: the same with images of 80,000-120,000 bytes (multiples of 8);
+- `captioned`: varied images with a caption of 17-187 characters (`str`, sorted before the
+  image, so its length moves everything after it),
+
+then times in one process, best of `--repeat`:
+- `floor`: `_format_worker.floor_read`'s two `os.pread`s per image, no library (not for
+  `captioned`);
 - `bytes`: `StreamingDataset(local=...)` iterated, a new dataset per pass;
 - `views`: the same with `bytes_as_views=True`.
 
@@ -34,15 +39,22 @@ from _scratch import memory_tempdir  # noqa: E402
 
 from streaming import MDSWriter, StreamingDataset  # noqa: E402
 
+LAYOUTS = ("fixed", "varied", "captioned")
 
-def _write(out: str, samples: int, varied: bool) -> None:
+
+def _write(out: str, samples: int, layout: str) -> None:
     rng = np.random.default_rng(0)
     pool = [rng.bytes(120_000) for _ in range(64)]
-    with MDSWriter(out=out, columns={"image": "bytes", "label": "int"},
-                   size_limit=1 << 26) as writer:
+    columns = {"image": "bytes", "label": "int"}
+    if layout == "captioned":
+        columns["caption"] = "str"  # sorted first: its length moves the image and the label
+    with MDSWriter(out=out, columns=columns, size_limit=1 << 26) as writer:
         for i in range(samples):
-            size = int(rng.integers(10_000, 15_001)) * 8 if varied else 100_000  # touch: u64
-            writer.write({"image": pool[i % len(pool)][:size], "label": i})
+            size = 100_000 if layout == "fixed" else int(rng.integers(10_000, 15_001)) * 8
+            sample = {"image": pool[i % len(pool)][:size], "label": i}  # touch: u64 multiples
+            if layout == "captioned":
+                sample["caption"] = "a photo of a cat " * int(rng.integers(1, 12))
+            writer.write(sample)
 
 
 def _ours(path: str, views: bool, touch: bool) -> Callable[[], Any]:
@@ -81,11 +93,13 @@ def main() -> None:
         args.samples, args.repeat = 2_000, 2
     root = memory_tempdir("bench_layouts-")
     try:
-        print(f"{'images':<8} {'reader':<7} {'us/image, len only':>19} {'every byte read':>16}")
-        for varied in (False, True):
-            path = os.path.join(root, "varied" if varied else "fixed")
-            _write(path, args.samples, varied)
+        print(f"{'images':<9} {'reader':<7} {'us/image, len only':>19} {'every byte read':>16}")
+        for layout in LAYOUTS:
+            path = os.path.join(root, layout)
+            _write(path, args.samples, layout)
             for name in ("floor", "bytes", "views"):
+                if name == "floor" and layout == "captioned":
+                    continue  # the floor reads the image + label layout only
                 per = []
                 for touch in (False, True):
                     run = (_floor(path, touch) if name == "floor"
@@ -97,8 +111,7 @@ def main() -> None:
                         run()
                         best = min(best, time.perf_counter() - start)
                     per.append(best / args.samples * 1e6)
-                label = "varied" if varied else "fixed"
-                print(f"{label:<8} {name:<7} {per[0]:>19.2f} {per[1]:>16.2f}", flush=True)
+                print(f"{layout:<9} {name:<7} {per[0]:>19.2f} {per[1]:>16.2f}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -203,23 +203,65 @@ def test_one_variable_column_of_every_length(lengths: list[int]) -> None:
         assert same(viewed, samples)
 
 
-@pytest.mark.parametrize("schema", [ONE_VARIABLE, {"img": "bytes", "label": "int"},
-                                    {"img": "bytes"}, {"head": "int", "img": "bytes"}])
-def test_shifted_plans_are_the_plans_worked_out(schema: dict) -> None:
+CAPTIONED = {"caption": "str", "image": "bytes", "key": "str", "label": "int"}  # name order
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 3, 40, BIG - 1, BIG + 2]),
+                          st.sampled_from([0, BIG - 1, BIG, BIG + 8, 3 * BIG + 5]),
+                          st.sampled_from([0, 11, BIG])), min_size=1, max_size=12))
+def test_several_variable_columns_of_every_length(lengths: list[tuple[int, int, int]]) -> None:
+    """An image between a caption and a key (three variable columns, the last run holding a
+    variable value and a number): every shape's template placed at every length reads what
+    random access reads, in `bytes` and in views."""
+    rng = np.random.default_rng(len(lengths))
+    samples = [{"caption": "c" * a, "image": rng.bytes(b), "key": f"{i:0{c}d}"[:max(c, 1)],
+                "label": -i} for i, (a, b, c) in enumerate(lengths)]
+    with scratch_dir() as out:
+        with MDSWriter(columns=CAPTIONED, out=out, size_limit=None, exist_ok=True) as writer:
+            for sample in samples:
+                writer.write(sample)
+        reader = load_readers(out)[0]
+        assert same(list(reader), samples)
+        assert same([reader[i] for i in range(reader.samples)], samples)
+        reader.bytes_as_views = True
+        assert same([{**s, "image": bytes(s["image"])} for s in reader], samples)
+
+
+@pytest.mark.parametrize("schema", [CAPTIONED, ONE_VARIABLE, COLUMNS, {"img": "bytes"},
+                                    {"head": "int", "img": "bytes", "label": "int"}])
+def test_plans_tile_the_sample_one_template_per_shape(schema: dict) -> None:
+    """Placed plans cover a sample's bytes exactly, in order, large values read alone, and one
+    template serves every layout of a shape (here: as many shapes as the lengths make)."""
     with scratch_dir() as out:
         with MDSWriter(columns=schema, out=out, size_limit=None, exist_ok=True) as writer:
-            writer.write({name: {"int": 1, "bytes": b"x" * BIG, "float64": 0.5}.get(
+            writer.write({name: {"int": 1, "bytes": b"x", "str": "", "float64": 0.5}.get(
                 kind, np.zeros(BIG, np.uint8)) for name, kind in schema.items()})
         reader = load_readers(out)[0]
         columns, head = reader._plan(), reader._head.size
+    fixed = sum(c.size for c in columns if c.size is not None)
+    variable = sum(c.size is None for c in columns)
     plans = layout_plans.PreadPlans(columns, head)
     views = layout_plans.ViewPlans(columns, head, mds_reader._ViewBytes)
-    assert plans._template is not None and views._template is not None  # what is tested
-    for length in (BIG, BIG + 1, 5 * BIG + 3, 10**6):
-        assert plans.get((length,)) == read_plan.pread_plan(columns, (length,), head)
-    for length in (0, 1, BIG, 10**6):
-        assert views.get((length,)) == read_plan.view_plan(columns, (length,), head,
-                                                           mds_reader._ViewBytes)
+    rng = np.random.default_rng(0)
+    layouts = [tuple(int(x) for x in rng.choice([0, 5, BIG - 1, BIG, 2 * BIG + 1], variable))
+               for _ in range(200)]
+    for lengths in layouts:
+        steps, total = plans.get(lengths)
+        assert total == head + fixed + sum(lengths)
+        assert [s.at for s in steps] == list(np.cumsum([head] + [s.size for s in steps[:-1]]))
+        assert steps[-1].at + steps[-1].size == total
+        ends_in_run = steps[-1].kind in (read_plan.FILL, read_plan.NUMBER)
+        assert [s.want - s.size for s in steps] == [0] * (len(steps) - 1) + [head * ends_in_run]
+        large = sum(n >= BIG for n in lengths) + sum(c.size >= BIG for c in columns
+                                                     if c.size is not None)
+        assert sum(s.kind in (read_plan.RAW, read_plan.DECODE) for s in steps) == large
+        assert all(s.size >= BIG for s in steps if s.kind == read_plan.RAW)
+        parts, size = views.get(lengths)
+        assert size == total and [p.name for p in parts] == [c.name for c in columns]
+        assert [p.end - p.at for p in parts] == [
+            lengths[c.slot] if c.size is None else c.size for c in columns]
+    assert len(plans._templates) == len({read_plan.shape_of(n) for n in layouts})
 
 
 @pytest.mark.parametrize("views", [False, True])

@@ -21,7 +21,15 @@ import numpy as np
 
 from streaming.errors import ShardFormatError
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
-from streaming.format.mds.read_plan import DECODE, NUMBER, RAW, VIEW, Column, ReadStep
+from streaming.format.mds.read_plan import (
+    DECODE,
+    NUMBER,
+    RAW,
+    VIEW,
+    Column,
+    ReadStep,
+    ViewPart,
+)
 from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
 
 __all__ = ["buffered_samples", "pread_samples"]
@@ -69,7 +77,7 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
                 elif kind == DECODE:
                     sample[name] = fn(data)  # type: ignore[misc]
                 else:
-                    fn(sample, data)  # type: ignore[misc]
+                    fn(sample, data, lengths)  # type: ignore[misc]
                 if want > size and len(data) == want:  # the next header too
                     carried = unpack_from(data, size)  # type: ignore[misc]
             yield sample
@@ -89,6 +97,9 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     unpack_from, head_size = (head.unpack_from, head.size) if head else (None, 0)
     plans = ViewPlans(columns, head_size, views)
     lengths: tuple[int, ...] = ()
+    placed: tuple[int, ...] | None = None  # the layout of `parts` and `size`
+    parts: list[ViewPart] = []
+    size = 0
     total = len(offsets) - 1
     # Each chunk ends at the last sample boundary within CHUNK_BYTES of its start (at least one
     # sample), found for the whole block at once.
@@ -108,7 +119,9 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
                 a, b = a - start, b - start
                 if unpack_from is not None:
                     lengths = unpack_from(chunk, a)
-                parts, size = plans.get(lengths)
+                if lengths != placed:  # runs of one layout skip the lookup
+                    parts, size = plans.get(lengths)
+                    placed = lengths
                 if size != b - a:
                     raise corrupt(f"a sample holds {b - a} bytes but its header and columns "
                                   f"take {size}.")

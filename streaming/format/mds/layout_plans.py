@@ -1,119 +1,68 @@
-"""The plans of a block's sample layouts, worked out once per layout and reused (`read_plan`).
+"""The plans of a block's sample layouts (`read_plan`), placed from templates made once.
 
-A layout is the tuple of a sample's variable lengths (its header). Layouts repeat when values
-have fixed sizes, and a plan is then a dictionary hit. Images, audio and documents of every
-length do not repeat. Where the schema has one variable-length column only, the plan of one such
-layout is the plan of any other with that value resized and everything after it moved: built
-from a template in a few tuples (~0.3 us), not worked out column by column (~1.1 us per sample
-of a 100 KB image; equal, `tests/format/test_mds_pread.py`).
+A layout is the tuple of a sample's variable lengths (its header). Images, audio and captions
+of every length make every sample's layout new, so plans are placed from a template: one per
+shape (which values are large) for `os.pread` reads, one for all layouts for values read out of
+a buffer. Placing one takes a few tuples (~0.3-0.5 us), against ~0.6-2 us before templates
+covered schemas of several variable columns (an image and its caption).
 """
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
-
 from streaming.format.mds.read_plan import (
-    NUMBER,
     PREAD_MIN,
     Column,
+    PlacedSteps,
     ReadStep,
     ViewPart,
-    pread_plan,
+    place_parts,
+    place_steps,
+    pread_template,
+    ready_steps,
+    shape_of,
     view_plan,
+    view_template,
 )
 
-__all__ = ["MAX_PLANS", "PreadPlans", "ViewPlans"]
-
-MAX_PLANS = 64  # layouts remembered per block (samples of varied layouts: keep it small)
-
-_Part = TypeVar("_Part", ReadStep, ViewPart)
-_make = tuple.__new__  # a NamedTuple's own constructor costs twice as much
+__all__ = ["PreadPlans", "ViewPlans"]
 
 
-class _LayoutPlans(Generic[_Part]):
-    """`get(lengths)`: `(parts, sample size)`, remembered, or shifted from the template."""
+class PreadPlans:
+    """`get(lengths)`: the `os.pread` steps of a layout and the sample's size.
 
-    #: The variable value's least length the template holds for (shorter: worked out).
-    shortest = 0
-
-    def __init__(self, columns: list[Column]) -> None:
-        self.columns = columns
-        self._plans: dict[tuple[int, ...], tuple[list[_Part], int]] = {}
-        self._template: tuple[list[_Part], _Part, list[_Part], int] | None = None
-        variable = [c.name for c in columns if c.size is None]
-        if len(variable) == 1:
-            parts, size = self._work_out((self.shortest,))
-            at = next((i for i, part in enumerate(parts) if self._resizes(part, variable[0])),
-                      None)
-            if at is not None:
-                self._template = parts[:at], parts[at], parts[at + 1:], size
-
-    def get(self, lengths: tuple[int, ...]) -> tuple[list[_Part], int]:
-        plan = self._plans.get(lengths)
-        if plan is not None:
-            return plan
-        if self._template is not None and lengths[0] >= self.shortest:
-            return self._shifted(lengths[0] - self.shortest)
-        plan = self._work_out(lengths)
-        if len(self._plans) >= MAX_PLANS:
-            self._plans.clear()
-        self._plans[lengths] = plan
-        return plan
-
-    def _work_out(self, lengths: tuple[int, ...]) -> tuple[list[_Part], int]:
-        raise NotImplementedError
-
-    def _resizes(self, part: _Part, name: str) -> bool:
-        """Whether `part` is the variable value's own, the one a template resizes."""
-        raise NotImplementedError
-
-    def _shifted(self, moved: int) -> tuple[list[_Part], int]:
-        raise NotImplementedError
-
-
-class PreadPlans(_LayoutPlans[ReadStep]):
-    """The `os.pread` steps of each layout (`read_plan.pread_plan`). A large variable value is
-    read alone, so the template holds for values of at least `PREAD_MIN` bytes."""
-
-    shortest = PREAD_MIN
+    With one variable column, its length alone picks one of two templates; with more, the shape
+    (`shape_of`) is looked up. Layouts are not remembered: the reader's loop skips the lookup
+    for a run of one layout, and placing a template costs about what a lookup would save."""
 
     def __init__(self, columns: list[Column], head_size: int) -> None:
-        self.head_size = head_size
-        super().__init__(columns)
+        self.columns, self.head_size = columns, head_size
+        self._templates: dict[tuple[bool, ...], PlacedSteps] = {}
+        self._one = sum(column.size is None for column in columns) == 1
+        if self._one:
+            self._small, self._large = self._template((False,)), self._template((True,))
 
-    def _work_out(self, lengths: tuple[int, ...]) -> tuple[list[ReadStep], int]:
-        return pread_plan(self.columns, lengths, self.head_size)
+    def _template(self, shape: tuple[bool, ...]) -> PlacedSteps:
+        ready = self._templates.get(shape)
+        if ready is None:  # at most 2 ** (variable columns) of them
+            template = pread_template(self.columns, shape, self.head_size)
+            ready = self._templates[shape] = ready_steps(template, self.head_size)
+        return ready
 
-    def _resizes(self, part: ReadStep, name: str) -> bool:
-        return part.name == name and part.size == self.shortest
-
-    def _shifted(self, moved: int) -> tuple[list[ReadStep], int]:
-        before, own, after, size = self._template  # type: ignore[misc]
-        length = own.size + moved
-        steps = [*before, _make(ReadStep, (own.at, length, length, own.kind, own.name, own.fn))]
-        for at, want, used, kind, name, fn in after:
-            steps.append(_make(ReadStep, (at + moved, want, used, kind, name, fn)))
-        return steps, size + moved
+    def get(self, lengths: tuple[int, ...]) -> tuple[list[ReadStep], int]:
+        if self._one:
+            return place_steps(self._large if lengths[0] >= PREAD_MIN else self._small, lengths)
+        return place_steps(self._template(shape_of(lengths)), lengths)
 
 
-class ViewPlans(_LayoutPlans[ViewPart]):
-    """The values of each layout read out of a buffer holding whole samples
-    (`read_plan.view_plan`); any length of the variable value fits the template, unless it is a
-    number (whose decoding depends on its size)."""
+class ViewPlans:
+    """`get(lengths)`: the values of a layout read out of a buffer holding whole samples, and
+    the sample's size (the reader's loop skips the lookup for a run of one layout)."""
 
     def __init__(self, columns: list[Column], head_size: int, views: type) -> None:
-        self.head_size, self.views = head_size, views
-        super().__init__(columns)
+        self.columns, self.head_size, self.views = columns, head_size, views
+        self._template = view_template(columns, views)
 
-    def _work_out(self, lengths: tuple[int, ...]) -> tuple[list[ViewPart], int]:
+    def get(self, lengths: tuple[int, ...]) -> tuple[list[ViewPart], int]:
+        if self._template is not None:
+            return place_parts(self._template, lengths, self.head_size)
         return view_plan(self.columns, lengths, self.head_size, self.views)
-
-    def _resizes(self, part: ViewPart, name: str) -> bool:
-        return part.name == name and part.kind != NUMBER
-
-    def _shifted(self, moved: int) -> tuple[list[ViewPart], int]:
-        before, own, after, size = self._template  # type: ignore[misc]
-        parts = [*before, _make(ViewPart, (own.name, own.kind, own.fn, own.at, own.end + moved))]
-        for name, kind, fn, at, end in after:
-            parts.append(_make(ViewPart, (name, kind, fn, at + moved, end + moved)))
-        return parts, size + moved

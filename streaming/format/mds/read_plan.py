@@ -1,9 +1,14 @@
 """The read plan of the MDS reader's `os.pread` path: which reads a sample layout needs.
 
 A sample of large values is read with one `os.pread` per value of at least `PREAD_MIN` bytes and
-one per run of smaller values between them; the plan is worked out once per layout (the tuple of
-a sample's variable lengths) and reused. Each step is a flat tuple whose `kind` says how the
-reader turns the bytes read into values. Pure: no I/O.
+one per run of smaller values between them. Which values are large is the layout's *shape*; every
+layout of one shape has the same steps, only their positions and sizes move with the variable
+lengths (a caption, an image). So a shape's steps are worked out once, as a template
+(`pread_template`), and a layout's plan is the template placed at its lengths (`place_steps`):
+that is the only way plans are made, so a plan never depends on which layouts came first. The same
+holds for the values of a sample read whole into a buffer (`view_template`, `place_parts`).
+Each step is a flat tuple whose `kind` says how the reader turns the bytes read into values.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from typing import Any, NamedTuple
 from streaming.format.encodings import Encoding
 from streaming.format.encodings.text import Bytes
 
-__all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadPlan", "ReadStep",
-           "ViewPart", "ViewPlan", "pread_plan", "view_plan"]
+__all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadStep",
+           "PlacedSteps", "StepTemplate", "ViewPart", "ViewTemplate", "place_parts",
+           "place_steps", "pread_plan", "pread_template", "ready_steps", "shape_of", "view_plan",
+           "view_template"]
 
 # Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
 # large value (and one per run of small ones), instead of copied out of the mapping: the kernel's
@@ -44,7 +51,8 @@ class ReadStep(NamedTuple):
     per step where none is needed): `RAW` keeps them as the value of column `name` (a `bytes`
     column: the read's own object, no copy), `DECODE` stores ``fn(data)``, `NUMBER` stores
     ``fn(data)[0]`` (one small number, `fn` a struct's `unpack_from`), `FILL` calls
-    ``fn(sample, data)`` (a run of several small values).
+    ``fn(sample, data, lengths)`` (a run of small values; `lengths`, the sample's header, places
+    the variable ones).
     """
 
     at: int
@@ -58,94 +66,16 @@ class ReadStep(NamedTuple):
 RAW, DECODE, NUMBER, FILL, VIEW = range(5)  # `ReadStep.kind`; VIEW only in `ViewPart.kind`
 
 
-def _fill_numbers(names: list[str], unpack: Callable[[bytes], tuple[Any, ...]],
-                  sample: dict[str, Any], data: bytes) -> None:
-    """Adjacent small numbers whose coders have a `struct_code`: one `unpack_from` for all."""
-    sample.update(zip(names, unpack(data)))
+class StepTemplate(NamedTuple):
+    """A `ReadStep` of every layout of one shape: its size is `fixed` plus the lengths of the
+    variable values of header `slots` it holds; `extra` more bytes are read (the next header)."""
 
-
-def _fill_values(parts: Sequence[tuple[str, Callable[..., Any], int, int]],
-                 sample: dict[str, Any], data: bytes) -> None:
-    """Adjacent small values of any encoding: `(name, decode, offset in the run, size)` each."""
-    view = memoryview(data)
-    for name, decode, at, size in parts:
-        sample[name] = decode(view[at:at + size])
-
-
-class ReadPlan(NamedTuple):
-    steps: list[ReadStep]
-    size: int  # the sample's bytes, header included
-
-
-def _struct_code(coder: Encoding) -> str:
-    """The coder's `struct_code` if its `decode` is the one that code stands for (a subclass
-    overriding `decode`, e.g. a user's registered encoding, inherits the code but not its
-    meaning), else ''."""
-    def owner(attr: str) -> type:
-        return next(k for k in type(coder).__mro__ if attr in vars(k))
-
-    if not coder.struct_code or owner("decode") is not owner("struct_code"):
-        return ""
-    return coder.struct_code
-
-
-def _run_step(run: list[tuple[str, Encoding, int, int]], at: int, size: int,
-              want: int) -> ReadStep:
-    return ReadStep(at, want, size, *_cached(_run_decoding, tuple(run)))
-
-
-def _cached(cached: Any, *args: Any) -> Any:
-    """`cached(*args)` of an `lru_cache`d function, or the function itself when an argument
-    cannot be hashed (a user's coder that defines `__eq__` without `__hash__`)."""
-    try:
-        return cached(*args)
-    except TypeError:
-        return cached.__wrapped__(*args)
-
-
-@lru_cache(maxsize=1024)
-def _run_decoding(run: tuple[tuple[str, Encoding, int, int], ...]
-                  ) -> tuple[int, str, Callable[..., Any]]:
-    """`(kind, name, fn)` of a run of small values: where the run sits in its sample does not
-    matter, so samples of varying layouts (images of every size, then the same label) share
-    it instead of building a struct per sample."""
-    codes = [_struct_code(coder) for _, coder, _, _ in run]
-    if all(codes):
-        names = [name for name, _, _, _ in run]
-        unpack = struct.Struct("<" + "".join(codes)).unpack_from
-        if len(names) == 1:
-            return NUMBER, names[0], unpack
-        return FILL, "", partial(_fill_numbers, names, unpack)
-    parts = [(name, coder.decode, offset, length) for name, coder, offset, length in run]
-    return FILL, "", partial(_fill_values, parts)
-
-
-def _large_step(column: Column, at: int, size: int) -> ReadStep:
-    if type(column.coder).decode is Bytes.decode:  # its value is the `bytes` read, as is
-        return ReadStep(at, size, size, RAW, column.name, None)
-    return ReadStep(at, size, size, DECODE, column.name, column.coder.decode)
-
-
-def pread_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int) -> ReadPlan:
-    """The reads of one sample layout: one per value of at least `PREAD_MIN` bytes and one per
-    run of smaller values between them (positions count from the start of the sample)."""
-    steps: list[ReadStep] = []
-    run: list[tuple[str, Encoding, int, int]] = []
-    pos = run_at = head_size
-    for column in columns:
-        size = lengths[column.slot] if column.size is None else column.size
-        if size >= PREAD_MIN:
-            if run:
-                steps.append(_run_step(run, run_at, pos - run_at, pos - run_at))
-                run = []
-            steps.append(_large_step(column, pos, size))
-            run_at = pos + size
-        else:
-            run.append((column.name, column.coder, pos - run_at, size))
-        pos += size
-    if run or not steps:
-        steps.append(_run_step(run, run_at, pos - run_at, pos - run_at + head_size))
-    return ReadPlan(steps, pos)
+    fixed: int
+    slots: tuple[int, ...]
+    extra: int
+    kind: int
+    name: str
+    fn: Callable[..., Any] | None
 
 
 class ViewPart(NamedTuple):
@@ -160,16 +90,189 @@ class ViewPart(NamedTuple):
     end: int
 
 
+class ViewTemplate(NamedTuple):
+    """A `ViewPart` of every layout: `size` bytes, or the length in header `slot` if >= 0."""
 
-class ViewPlan(NamedTuple):
-    parts: list[ViewPart]
-    size: int  # the sample's bytes, header included
+    name: str
+    kind: int
+    fn: Callable[..., Any] | None
+    size: int
+    slot: int
+
+
+_make = tuple.__new__  # a NamedTuple's own constructor costs twice as much
+_large = PREAD_MIN.__le__
+
+
+def shape_of(lengths: tuple[int, ...]) -> tuple[bool, ...]:
+    """Which variable values of a layout are large (read alone): what its steps depend on."""
+    return tuple(map(_large, lengths))
+
+
+def pread_template(columns: list[Column], shape: tuple[bool, ...],
+                   head_size: int) -> list[StepTemplate]:
+    """The reads of every layout of `shape`: one per large value and one per run of smaller
+    values between them; the last run also reads the next sample's header."""
+    template: list[StepTemplate] = []
+    run: list[Column] = []
+    for column in columns:
+        if shape[column.slot] if column.size is None else column.size >= PREAD_MIN:
+            if run:
+                template.append(_run_template(run, 0))
+                run = []
+            template.append(_large_template(column))
+        else:
+            run.append(column)
+    if run or not template:
+        template.append(_run_template(run, head_size))
+    return template
+
+
+class PlacedSteps(NamedTuple):
+    """A `pread_template` ready to place: the steps before its first variable value (their
+    positions never move), where they end, and the templates of the rest."""
+
+    prefix: list[ReadStep]
+    end: int
+    rest: list[StepTemplate]
+
+
+def ready_steps(template: list[StepTemplate], head_size: int) -> PlacedSteps:
+    first = next((i for i, part in enumerate(template) if part.slots), len(template))
+    prefix, end = place_steps(PlacedSteps([], head_size, template[:first]), ())
+    return PlacedSteps(prefix, end, template[first:])
+
+
+def place_steps(ready: PlacedSteps, lengths: tuple[int, ...]) -> tuple[list[ReadStep], int]:
+    """The steps of layout `lengths` (positions count from the start of the sample) and the
+    sample's size, header included."""
+    steps = ready.prefix.copy()
+    at = ready.end
+    for fixed, slots, extra, kind, name, fn in ready.rest:
+        size = fixed
+        for slot in slots:
+            size += lengths[slot]
+        steps.append(_make(ReadStep, (at, size + extra, size, kind, name, fn)))
+        at += size
+    return steps, at
+
+
+def pread_plan(columns: list[Column], lengths: tuple[int, ...],
+               head_size: int) -> tuple[list[ReadStep], int]:
+    """The reads of one sample layout, and its size (`pread_template` placed at `lengths`)."""
+    return place_steps(ready_steps(pread_template(columns, shape_of(lengths), head_size),
+                                   head_size), lengths)
+
+
+def _large_template(column: Column) -> StepTemplate:
+    slots = () if column.size is not None else (column.slot,)
+    if type(column.coder).decode is Bytes.decode:  # its value is the `bytes` read, as is
+        return StepTemplate(column.size or 0, slots, 0, RAW, column.name, None)
+    return StepTemplate(column.size or 0, slots, 0, DECODE, column.name, column.coder.decode)
+
+
+def _run_template(run: list[Column], extra: int) -> StepTemplate:
+    fixed = sum(column.size for column in run if column.size is not None)
+    slots = tuple(column.slot for column in run if column.size is None)
+    key = tuple((column.name, column.coder, column.size) for column in run)
+    return StepTemplate(fixed, slots, extra, *_cached(_run_decoding, key, slots))
+
+
+def _fill_numbers(names: list[str], unpack: Callable[[bytes], tuple[Any, ...]],
+                  sample: dict[str, Any], data: bytes, lengths: tuple[int, ...]) -> None:
+    """Adjacent small numbers whose coders have a `struct_code`: one `unpack_from` for all."""
+    sample.update(zip(names, unpack(data)))
+
+
+def _fill_values(parts: Sequence[tuple[str, Callable[..., Any], int, int]],
+                 sample: dict[str, Any], data: bytes, lengths: tuple[int, ...]) -> None:
+    """Adjacent small values of any encoding: `(name, decode, size, slot)` each, its size
+    `size` or, when `slot` >= 0, the length in that slot of the sample's header."""
+    view = memoryview(data)
+    at = 0
+    for name, decode, size, slot in parts:
+        end = at + (size if slot < 0 else lengths[slot])
+        sample[name] = decode(view[at:end])
+        at = end
+
+
+def _struct_code(coder: Encoding) -> str:
+    """The coder's `struct_code` if its `decode` is the one that code stands for (a subclass
+    overriding `decode`, e.g. a user's registered encoding, inherits the code but not its
+    meaning), else ''."""
+    def owner(attr: str) -> type:
+        return next(k for k in type(coder).__mro__ if attr in vars(k))
+
+    if not coder.struct_code or owner("decode") is not owner("struct_code"):
+        return ""
+    return coder.struct_code
+
+
+def _cached(cached: Any, *args: Any) -> Any:
+    """`cached(*args)` of an `lru_cache`d function, or the function itself when an argument
+    cannot be hashed (a user's coder that defines `__eq__` without `__hash__`)."""
+    try:
+        return cached(*args)
+    except TypeError:
+        return cached.__wrapped__(*args)
+
+
+@lru_cache(maxsize=1024)
+def _run_decoding(run: tuple[tuple[str, Encoding, int | None], ...], slots: tuple[int, ...]
+                  ) -> tuple[int, str, Callable[..., Any]]:
+    """`(kind, name, fn)` of a run of small values `(name, coder, fixed size or None)`, whose
+    variable ones have header `slots`, in order: where the run sits in its sample and how long
+    its values are do not matter, so samples of every layout (images of every size, then the
+    same label) share it instead of building a struct per sample."""
+    codes = [_struct_code(coder) if size is not None else "" for _, coder, size in run]
+    if all(codes):
+        names = [name for name, _, _ in run]
+        unpack = struct.Struct("<" + "".join(codes)).unpack_from
+        if len(names) == 1:
+            return NUMBER, names[0], unpack
+        return FILL, "", partial(_fill_numbers, names, unpack)
+    variable = iter(slots)
+    parts = [(name, coder.decode, -1 if size is None else size,
+              next(variable) if size is None else -1) for name, coder, size in run]
+    return FILL, "", partial(_fill_values, parts)
+
+
+def view_template(columns: list[Column], views: type) -> list[ViewTemplate] | None:
+    """The values of every layout, read out of a buffer holding the whole sample (columns whose
+    coder is a `views` instance become slices of it), or None if a variable value unpacks as a
+    number (whether it can depends on its length: see `view_plan`)."""
+    template = []
+    for column in columns:
+        kind, fn, fits = _cached(_view_decoding, column.coder, views)
+        if kind == NUMBER and fits != column.size:
+            if column.size is None:
+                return None
+            kind, fn = DECODE, column.coder.decode
+        size, slot = (column.size, -1) if column.size is not None else (0, column.slot)
+        template.append(ViewTemplate(column.name, kind, fn, size, slot))
+    return template
+
+
+def place_parts(template: list[ViewTemplate], lengths: tuple[int, ...],
+                head_size: int) -> tuple[list[ViewPart], int]:
+    """The parts of layout `lengths` (positions count from the start of the sample) and the
+    sample's size, header included."""
+    parts = []
+    at = head_size
+    for name, kind, fn, size, slot in template:
+        end = at + (size if slot < 0 else lengths[slot])
+        parts.append(_make(ViewPart, (name, kind, fn, at, end)))
+        at = end
+    return parts, at
 
 
 def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
-              views: type) -> ViewPlan:
-    """The values of one sample layout, read out of a buffer holding the whole sample; columns
-    whose coder is a `views` instance become slices of it (positions count from its start)."""
+              views: type) -> tuple[list[ViewPart], int]:
+    """The values of one sample layout read out of a buffer holding the whole sample, and its
+    size: the template placed, or, where there is none, worked out value by value."""
+    template = view_template(columns, views)
+    if template is not None:
+        return place_parts(template, lengths, head_size)
     parts = []
     pos = head_size
     for column in columns:
@@ -177,9 +280,9 @@ def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
         kind, fn, fits = _cached(_view_decoding, column.coder, views)
         if kind == NUMBER and fits != size:
             kind, fn = DECODE, column.coder.decode
-        parts.append(ViewPart(column.name, kind, fn, pos, pos + size))
+        parts.append(_make(ViewPart, (column.name, kind, fn, pos, pos + size)))
         pos += size
-    return ViewPlan(parts, pos)
+    return parts, pos
 
 
 @lru_cache(maxsize=256)
