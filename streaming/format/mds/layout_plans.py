@@ -12,15 +12,14 @@ from __future__ import annotations
 from streaming.format.mds.read_plan import (
     PREAD_MIN,
     Column,
-    PlacedSteps,
     ReadStep,
+    ReadyTemplate,
     ViewPart,
     place_parts,
     place_steps,
     pread_template,
-    ready_steps,
+    ready_template,
     shape_of,
-    view_plan,
     view_template,
 )
 
@@ -36,16 +35,16 @@ class PreadPlans:
 
     def __init__(self, columns: list[Column], head_size: int) -> None:
         self.columns, self.head_size = columns, head_size
-        self._templates: dict[tuple[bool, ...], PlacedSteps] = {}
+        self._templates: dict[tuple[bool, ...], ReadyTemplate] = {}
         self._one = sum(column.size is None for column in columns) == 1
         if self._one:
             self._small, self._large = self._template((False,)), self._template((True,))
 
-    def _template(self, shape: tuple[bool, ...]) -> PlacedSteps:
+    def _template(self, shape: tuple[bool, ...]) -> ReadyTemplate:
         ready = self._templates.get(shape)
         if ready is None:  # at most 2 ** (variable columns) of them
             template = pread_template(self.columns, shape, self.head_size)
-            ready = self._templates[shape] = ready_steps(template, self.head_size)
+            ready = self._templates[shape] = ready_template(template, self.head_size)
         return ready
 
     def get(self, lengths: tuple[int, ...]) -> tuple[list[ReadStep], int]:
@@ -59,10 +58,8 @@ class ViewPlans:
     the sample's size (the reader's loop skips the lookup for a run of one layout)."""
 
     def __init__(self, columns: list[Column], head_size: int, views: type) -> None:
-        self.columns, self.head_size, self.views = columns, head_size, views
+        self.head_size = head_size
         self._template = view_template(columns, views)
 
     def get(self, lengths: tuple[int, ...]) -> tuple[list[ViewPart], int]:
-        if self._template is not None:
-            return place_parts(self._template, lengths, self.head_size)
-        return view_plan(self.columns, lengths, self.head_size, self.views)
+        return place_parts(self._template, lengths, self.head_size)

@@ -22,8 +22,8 @@ from streaming.format.encodings import Encoding
 from streaming.format.encodings.text import Bytes
 
 __all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadStep",
-           "PlacedSteps", "StepTemplate", "ViewPart", "ViewTemplate", "place_parts",
-           "place_steps", "pread_plan", "pread_template", "ready_steps", "shape_of", "view_plan",
+           "ReadyTemplate", "StepTemplate", "ViewPart", "ViewTemplate", "place_parts",
+           "place_steps", "pread_plan", "pread_template", "ready_template", "shape_of", "view_plan",
            "view_template"]
 
 # Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
@@ -128,7 +128,7 @@ def pread_template(columns: list[Column], shape: tuple[bool, ...],
     return template
 
 
-class PlacedSteps(NamedTuple):
+class ReadyTemplate(NamedTuple):
     """A `pread_template` ready to place: the steps before its first variable value (their
     positions never move), where they end, and the templates of the rest."""
 
@@ -137,13 +137,14 @@ class PlacedSteps(NamedTuple):
     rest: list[StepTemplate]
 
 
-def ready_steps(template: list[StepTemplate], head_size: int) -> PlacedSteps:
+def ready_template(template: list[StepTemplate], head_size: int) -> ReadyTemplate:
+    """`template` with the steps before its first variable value placed once for all."""
     first = next((i for i, part in enumerate(template) if part.slots), len(template))
-    prefix, end = place_steps(PlacedSteps([], head_size, template[:first]), ())
-    return PlacedSteps(prefix, end, template[first:])
+    prefix, end = place_steps(ReadyTemplate([], head_size, template[:first]), ())
+    return ReadyTemplate(prefix, end, template[first:])
 
 
-def place_steps(ready: PlacedSteps, lengths: tuple[int, ...]) -> tuple[list[ReadStep], int]:
+def place_steps(ready: ReadyTemplate, lengths: tuple[int, ...]) -> tuple[list[ReadStep], int]:
     """The steps of layout `lengths` (positions count from the start of the sample) and the
     sample's size, header included."""
     steps = ready.prefix.copy()
@@ -160,7 +161,7 @@ def place_steps(ready: PlacedSteps, lengths: tuple[int, ...]) -> tuple[list[Read
 def pread_plan(columns: list[Column], lengths: tuple[int, ...],
                head_size: int) -> tuple[list[ReadStep], int]:
     """The reads of one sample layout, and its size (`pread_template` placed at `lengths`)."""
-    return place_steps(ready_steps(pread_template(columns, shape_of(lengths), head_size),
+    return place_steps(ready_template(pread_template(columns, shape_of(lengths), head_size),
                                    head_size), lengths)
 
 
@@ -237,16 +238,14 @@ def _run_decoding(run: tuple[tuple[str, Encoding, int | None], ...], slots: tupl
     return FILL, "", partial(_fill_values, parts)
 
 
-def view_template(columns: list[Column], views: type) -> list[ViewTemplate] | None:
-    """The values of every layout, read out of a buffer holding the whole sample (columns whose
-    coder is a `views` instance become slices of it), or None if a variable value unpacks as a
-    number (whether it can depends on its length: see `view_plan`)."""
+def view_template(columns: list[Column], views: type) -> list[ViewTemplate]:
+    """The values of every layout, read out of a buffer holding the whole sample: columns whose
+    coder is a `views` instance become slices of it. A number is unpacked in place only where
+    its size is fixed (a variable one is decoded: what it holds may not fit the struct)."""
     template = []
     for column in columns:
         kind, fn, fits = _cached(_view_decoding, column.coder, views)
         if kind == NUMBER and fits != column.size:
-            if column.size is None:
-                return None
             kind, fn = DECODE, column.coder.decode
         size, slot = (column.size, -1) if column.size is not None else (0, column.slot)
         template.append(ViewTemplate(column.name, kind, fn, size, slot))
@@ -269,20 +268,8 @@ def place_parts(template: list[ViewTemplate], lengths: tuple[int, ...],
 def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
               views: type) -> tuple[list[ViewPart], int]:
     """The values of one sample layout read out of a buffer holding the whole sample, and its
-    size: the template placed, or, where there is none, worked out value by value."""
-    template = view_template(columns, views)
-    if template is not None:
-        return place_parts(template, lengths, head_size)
-    parts = []
-    pos = head_size
-    for column in columns:
-        size = lengths[column.slot] if column.size is None else column.size
-        kind, fn, fits = _cached(_view_decoding, column.coder, views)
-        if kind == NUMBER and fits != size:
-            kind, fn = DECODE, column.coder.decode
-        parts.append(_make(ViewPart, (column.name, kind, fn, pos, pos + size)))
-        pos += size
-    return parts, pos
+    size (`view_template` placed at `lengths`)."""
+    return place_parts(view_template(columns, views), lengths, head_size)
 
 
 @lru_cache(maxsize=256)
