@@ -109,8 +109,10 @@ class Barrier:
         me = identity()
         with self.lock:
             members = self._members()
-            gone = (members[:, 0] > 0) & ~np.array(
-                [pid <= 0 or is_alive(int(pid), int(start)) for pid, start in members], bool)
+            recorded = np.flatnonzero(members[:, 0] > 0)  # of MAX_MEMBERS rows: check those only
+            gone = [row for row, (pid, start) in zip(recorded.tolist(),
+                                                     members[recorded].tolist())
+                    if not is_alive(pid, start)]
             members[gone] = 0
             if ((members[:, 0] == me[0]) & (members[:, 1] == me[1])).any():
                 return True
