@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from torch.utils.data import IterableDataset
+from torch.utils.data import IterableDataset, get_worker_info
 
 from streaming.array import Array
 from streaming.cache.early_reads import early_reads_enabled
@@ -38,6 +38,7 @@ from streaming.dataset_setup import (
     load_catalog,
     open_node_state,
 )
+from streaming.format.read_buffers import pickle_views_as_bytes
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import EpochReads, drop_padding, epoch_samples, iterate_batches
 from streaming.order.plan import (
@@ -343,6 +344,8 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
     def _epoch_reads(self) -> tuple[np.ndarray, EpochReads]:
         """Begin an epoch in this worker: its sample ids and how it reads them."""
         unique = self._unique_world.detect_workers()
+        if self.config.bytes_as_views and get_worker_info() is not None:
+            pickle_views_as_bytes()  # what a DataLoader worker sends leaves as bytes
         self._cache.count_as_worker(unique.worker_of_node)
         parallel = unique.replicate(self.replication) if self.replication else unique.copy()
         sample_ids = self._begin_epoch(unique, parallel)

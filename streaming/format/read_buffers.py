@@ -11,6 +11,10 @@ A buffer is reused only once nothing views it any more: every `memoryview` deriv
 `bytearray` counts as an export of it, and CPython refuses to resize an exported `bytearray`.
 So a view a user keeps (a batch of images, a list) stays valid for as long as it is referenced,
 and a reader whose consumer drops each value cycles through a few warm buffers.
+
+A view belongs to the process that read it. A DataLoader worker, where a transform or a
+`collate_fn` may still use views without a copy, sends what it yields as `bytes`
+(`pickle_views_as_bytes`).
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from multiprocessing.reduction import ForkingPickler
 
-__all__ = ["CHUNK_BYTES", "ReadBuffers", "read_buffers"]
+__all__ = ["CHUNK_BYTES", "ReadBuffers", "pickle_views_as_bytes", "read_buffers"]
 
 # Bytes of samples read per `os.preadv` (a sample larger than this gets a buffer of its own).
 # Small enough for a chunk to still be in the CPU's L2/L3 caches when its values are read.
@@ -94,3 +99,18 @@ def _reset_after_fork(ref: weakref.ref[ReadBuffers]) -> None:
 if hasattr(os, "register_at_fork"):
     _ref = weakref.ref(read_buffers)
     os.register_at_fork(after_in_child=lambda: _reset_after_fork(_ref))
+
+
+def pickle_views_as_bytes() -> None:
+    """Let `memoryview`s leave this process through multiprocessing queues, as `bytes` copies.
+
+    A DataLoader worker's batches go through such a queue, whose pickler refuses views: its
+    feeder thread only prints the error, and the loader waits for the batch forever. Called in
+    the workers of a dataset with `bytes_as_views` (the copy is the one pickling makes anyway);
+    idempotent.
+    """
+    ForkingPickler.register(memoryview, _view_as_bytes)
+
+
+def _view_as_bytes(view: memoryview) -> tuple[type[bytes], tuple[bytes]]:
+    return bytes, (view.tobytes(),)
