@@ -10,7 +10,6 @@ a 2-worker `StreamingDataLoader` (batch 256) and times construction to the first
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _scratch import memory_tempdir  # noqa: E402
+from _sizes import parse_sizes  # noqa: E402
 
 from streaming import MDSWriter
 from streaming.storage import open_store, testing
@@ -38,13 +38,7 @@ print(f"{took * 1e3:.0f} {int(loader.metrics()['early_samples'])}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=4)
-    parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--quick", action="store_true", help="2 runs of 20,000 samples")
-    args = parser.parse_args()
-    if args.quick:
-        args.runs, args.samples = 2, 20_000
+    args = parse_sizes(__doc__, {"runs": 4, "samples": 100_000}, {"runs": 2, "samples": 20_000})
     work = memory_tempdir("bench_early_reads-")
     server = testing.start_seaweed(os.path.join(work, "weed"))
     try:

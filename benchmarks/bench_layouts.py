@@ -22,7 +22,6 @@ with every byte read (xor over a uint64 view, as `bench_format` does). Usage:
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import shutil
@@ -36,6 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _format_worker as fw  # noqa: E402
 from _scratch import memory_tempdir  # noqa: E402
+from _sizes import parse_sizes  # noqa: E402
 
 from streaming import MDSWriter, StreamingDataset  # noqa: E402
 
@@ -84,13 +84,7 @@ def _floor(path: str, touch: bool) -> Callable[[], Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="2,000 samples, best of 2")
-    args = parser.parse_args()
-    if args.quick:
-        args.samples, args.repeat = 2_000, 2
+    args = parse_sizes(__doc__, {"samples": 20_000, "repeat": 5}, {"samples": 2_000, "repeat": 2})
     root = memory_tempdir("bench_layouts-")
     try:
         print(f"{'images':<9} {'reader':<7} {'us/image, len only':>19} {'every byte read':>16}")
