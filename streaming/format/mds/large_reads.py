@@ -93,7 +93,7 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     """The block's samples, read a chunk of about `CHUNK_BYTES` at a time with one `os.preadv`
     into a buffer of `read_buffers`; columns whose coder is a `views` instance come back as
     read-only views of it (no copy; the buffer is reused only once no view of it is left), the
-    others decoded from it (see `view_plan`)."""
+    others decoded from it (see `read_plan.view_template`)."""
     unpack_from, head_size = (head.unpack_from, head.size) if head else (None, 0)
     plans = ViewPlans(columns, head_size, views)
     lengths: tuple[int, ...] = ()

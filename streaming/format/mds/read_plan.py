@@ -23,8 +23,7 @@ from streaming.format.encodings.text import Bytes
 
 __all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadStep",
            "ReadyTemplate", "StepTemplate", "ViewPart", "ViewTemplate", "place_parts",
-           "place_steps", "pread_plan", "pread_template", "ready_template", "shape_of", "view_plan",
-           "view_template"]
+           "place_steps", "pread_template", "ready_template", "shape_of", "view_template"]
 
 # Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
 # large value (and one per run of small ones), instead of copied out of the mapping: the kernel's
@@ -79,7 +78,7 @@ class StepTemplate(NamedTuple):
 
 
 class ViewPart(NamedTuple):
-    """How one value of a sample read whole into a buffer is made (see `view_plan`): `VIEW`
+    """How one value of a sample read whole into a buffer is made (see `place_parts`): `VIEW`
     takes the slice ``at..end`` of the sample as the value (a `bytes_as_views` column), `NUMBER`
     unpacks it in place (``fn(buffer, offset)[0]``), `DECODE` stores ``fn(slice)``."""
 
@@ -156,13 +155,6 @@ def place_steps(ready: ReadyTemplate, lengths: tuple[int, ...]) -> tuple[list[Re
         steps.append(_make(ReadStep, (at, size + extra, size, kind, name, fn)))
         at += size
     return steps, at
-
-
-def pread_plan(columns: list[Column], lengths: tuple[int, ...],
-               head_size: int) -> tuple[list[ReadStep], int]:
-    """The reads of one sample layout, and its size (`pread_template` placed at `lengths`)."""
-    return place_steps(ready_template(pread_template(columns, shape_of(lengths), head_size),
-                                   head_size), lengths)
 
 
 def _large_template(column: Column) -> StepTemplate:
@@ -265,16 +257,9 @@ def place_parts(template: list[ViewTemplate], lengths: tuple[int, ...],
     return parts, at
 
 
-def view_plan(columns: list[Column], lengths: tuple[int, ...], head_size: int,
-              views: type) -> tuple[list[ViewPart], int]:
-    """The values of one sample layout read out of a buffer holding the whole sample, and its
-    size (`view_template` placed at `lengths`)."""
-    return place_parts(view_template(columns, views), lengths, head_size)
-
-
 @lru_cache(maxsize=256)
 def _view_decoding(coder: Encoding, views: type) -> tuple[int, Callable[..., Any] | None, int]:
-    """`(kind, fn, size)` of a value in a `view_plan` (`size`: the bytes a `NUMBER` unpacks).
+    """`(kind, fn, size)` of a value in a `view_template` (`size`: the bytes a `NUMBER` unpacks).
     The same wherever the value sits and however long it is, so samples whose layouts differ
     only in their variable lengths (images of every size) share it."""
     if isinstance(coder, views):
