@@ -109,13 +109,14 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
     """
     locals_ = [os.path.abspath(s.local_dir) for s in streams]
     ns = open_namespace(locals_, [s.remote_dir for s in streams])
-    cache = NodeCache(ns, catalog.shards, [s.source for s in streams], catalog.stream_per_shard,
-                      cache_limit)
-    with ns.batch():  # one registry write for all of them
+    with ns.batch():  # one registry write for every node-shared object (the cache's too)
+        cache = NodeCache(ns, catalog.shards, [s.source for s in streams],
+                          catalog.stream_per_shard, cache_limit)
         setup = Latch(ns.array("setup", np.int64, LATCH_SLOTS))
         next_epoch = ns.scalar("next_epoch")
         resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
         barrier = ns.barrier("epoch")
+        plan = ns.board("plan")
 
     def set_up() -> None:  # once per node: cache the indexes, record the shards present
         present = np.zeros(len(catalog.shards), np.int64)
@@ -128,4 +129,4 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
     for stream in streams:
         stream.release_index()
     barrier.join()
-    return NodeState(ns, cache, next_epoch, resume_page, barrier, ns.board("plan"))
+    return NodeState(ns, cache, next_epoch, resume_page, barrier, plan)

@@ -7,6 +7,7 @@ the block exactly; attaching checks the size, so two layouts under one name fail
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Protocol
 
@@ -63,7 +64,7 @@ class SharedArray:
         self.name = name
         self.dtype = np.dtype(dtype)
         self.shape = as_shape(shape)
-        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._owner = owner
         if block is None:
             block = self._open(create)
@@ -138,7 +139,7 @@ class SharedArray:
         self.name = state["name"]
         self.dtype = np.dtype(state["dtype"])
         self.shape = tuple(state["shape"])
-        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._owner = state["owner"]
         self._set_block(None)
 

@@ -8,6 +8,7 @@ the previous block; views already handed out stay valid until dropped.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ class PlanBoard:
         data = np.ascontiguousarray(array, dtype=np.int64)
         if data.ndim > MAX_DIMS:
             raise ValueError(f"Can publish at most {MAX_DIMS} dimensions, got {data.ndim}")
-        with self.lock:
+        with self.lock, self.namespace.batch():  # one registry write: the new block, the old
             header = self.header.numpy()
             old = int(header[_GEN])
             generation = old + 1
@@ -91,7 +92,7 @@ class PlanBoard:
         with self.lock:  # the header and the block it names change together under this lock
             generation, ndim = int(header[_GEN]), int(header[_NDIM])
             shape = tuple(int(d) for d in header[_DIMS : _DIMS + ndim])
-            block = self._block(generation, int(np.prod(shape, dtype=np.int64)) * 8)
+            block = self._block(generation, math.prod(shape) * 8)
         if block is None:
             empty = np.empty(shape, np.int64)
             empty.flags.writeable = False

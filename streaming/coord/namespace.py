@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import threading
 import weakref
@@ -199,7 +200,7 @@ class Namespace:
     ) -> SharedArray:
         """A shared array `obj`; its creator fills it with `fill`, later callers attach."""
         dtype, shape = np.dtype(dtype), as_shape(shape)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
 
         def init(block: ShmBlock) -> None:
             if fill != 0 and count:

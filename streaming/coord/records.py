@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from streaming.atomic import discard, write_atomic
 from streaming.coord.liveness import Identity, is_alive
@@ -107,7 +107,8 @@ def read_record(state_dir: str, namespace: str) -> Record | None:
 
 def write_record(state_dir: str, record: Record) -> None:
     """Replace the namespace's record atomically."""
-    _write_json(record_path(state_dir, record.name), asdict(record))
+    # Its fields are JSON values already: `asdict`'s recursive copy would cost ~60 us a write.
+    _write_json(record_path(state_dir, record.name), vars(record))
 
 
 def live_holders(record: Record) -> list[list[int]]:

@@ -93,3 +93,27 @@ def test_another_thread_waits_for_the_batch_then_adds_its_own(coord_tmp: str) ->
         record = read_record(ns.state_dir, ns.name)
         assert record is not None
         assert {f"{ns.name}_mine", f"{ns.name}_other"} <= set(record.blocks)
+
+
+def test_a_dataset_start_writes_its_record_once_and_each_plan_once(
+        coord_tmp: str, record_writes: list[list[str]]) -> None:
+    """Every record write is a lock and an atomic file replace: a dataset's node-shared objects
+    (its cache's tables, barrier, latch, plan board) are created in one batch, and publishing
+    an epoch's plan records its new block and forgets the old one in one write."""
+    from streaming import MDSWriter, StreamingDataset
+
+    data = f"{coord_tmp}/data"
+    with MDSWriter(out=data, columns={"x": "int"}, size_limit=1 << 10) as writer:
+        for i in range(300):
+            writer.write({"x": i})
+    dataset = StreamingDataset(local=data, batch_size=4)
+    try:
+        assert len(record_writes) == 1  # the node state's batch
+        assert sorted(int(s["x"]) for s in dataset) == list(range(300))
+        assert len(record_writes) == 2  # + the first epoch's plan
+        assert len(list(dataset)) == 300
+        assert len(record_writes) == 3  # + the second's, which replaces the first's block
+        plans = [b for b in record_writes[-1] if "_plan_g" in b]
+        assert len(plans) == 1, plans
+    finally:
+        dataset.close()
