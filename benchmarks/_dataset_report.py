@@ -9,6 +9,7 @@ from typing import Any
 IMPLS = ("ours", "reference", "litdata")
 PEERS = ("reference", "litdata")
 BATCH, WORKERS = 256, 2
+IMAGES_BATCH = 32
 MEMORY_BATCHES = 50
 
 
@@ -35,6 +36,9 @@ TARGETS = (
     Target("s3", "cold epoch from local S3, one process", "smp/s", 1.5),
     Target("images", "100 KB images, every byte read", "MB/s", 1.5),
     Target("images_views", "same, ours with bytes_as_views=True", "MB/s", 1.5),
+    # Not one of the rows: the images through each library's loader, as users train.
+    Target("images_loader", f"same, loader {WORKERS} workers, batch {IMAGES_BATCH}", "MB/s",
+           1.5),
     Target("direct", "tokens, one process (iterate dataset)", "smp/s", 1.5),
     Target("tiny_construct", "tiny shards: construct to first sample", "ms", 0.67),
     Target("tiny", "tiny shards: construct + full read", "smp/s", 1.5),

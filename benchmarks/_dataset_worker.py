@@ -277,6 +277,56 @@ def op_images(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _lists_of_bytes(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """litdata's collation for the images. Inside its loader a `bytes` column comes as
+    `memoryview`s, which its default collation turns into 100,000 one-byte tensors per image
+    (its workers then run out of file descriptors) and which cannot be pickled out of a worker
+    anyway; so a litdata user passes this: the images become a list of `bytes`, as torch's
+    `default_collate` leaves them for ours and the reference."""
+    from torch.utils.data import default_collate
+
+    return {key: [bytes(s[key]) for s in samples]
+            if isinstance(samples[0][key], (bytes, memoryview))
+            else default_collate([s[key] for s in samples]) for key in samples[0]}
+
+
+def op_images_loader(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every byte of every image read by the training process, through each library's loader
+    with workers (the images leave the workers as each library sends batches). As `op_images`:
+    a cold first pass fills the cache, the timed passes each build a new dataset and loader."""
+    import _format_worker as fw
+
+    impl, local, batch = spec["impl"], spec["local"], spec["batch"]
+    shutil.rmtree(local, ignore_errors=True)
+    fw.prime_memory(os.path.dirname(local), spec.get("prime_bytes", 0))
+    runs = []
+    for _ in range(spec["passes"] + 1):
+        gc.collect()
+        wall, cpu = time.perf_counter(), _cpu()
+        dataset = make_dataset(impl, spec["remote"], local, batch, False)
+        if impl == "litdata":
+            import litdata
+
+            loader = litdata.StreamingDataLoader(dataset, batch_size=batch,
+                                                 num_workers=spec["workers"],
+                                                 collate_fn=_lists_of_bytes)
+        else:
+            loader = make_loader(impl, dataset, batch, spec["workers"])
+        n = acc = 0
+        for b in loader:
+            for image in b["image"]:
+                acc ^= fw.touch(image)
+            acc ^= int(b["label"].sum())
+            n += len(b["image"])
+        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n, "acc": acc})
+        del loader
+        _close(dataset)
+        del dataset
+    best = min(runs[1:], key=lambda r: r["wall"])
+    shutil.rmtree(local, ignore_errors=True)
+    return {**best, "cold": runs[0]["wall"], "bytes": n * fw.IMAGE_BYTES}
+
+
 def op_floor_loader(spec: dict[str, Any]) -> dict[str, Any]:
     """The floor of "first batch" and "resume" for any torch-based loader: a fresh process
     imports torch and numpy, and a `torch.utils.data.DataLoader` with the same workers hands over
@@ -380,6 +430,7 @@ from _dataset_data import (  # noqa: E402
 
 OPS = {"epoch": op_epoch, "first": op_first, "resume_save": op_resume_save, "resume": op_resume,
        "tiny": op_tiny, "tiny_floor": op_tiny_floor, "memory": op_memory, "images": op_images,
+       "images_loader": op_images_loader,
        "floor_loader": op_floor_loader, "write_litdata": op_write_litdata,
        "write_mds": op_write_mds, "write_synthetic": op_write_synthetic,
        "write_images": op_write_images}
@@ -387,7 +438,8 @@ OPS = {"epoch": op_epoch, "first": op_first, "resume_save": op_resume_save, "res
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory", "images"):
+    if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory", "images",
+                      "images_loader"):
         _import(spec["impl"])
     result = OPS[spec["op"]](spec)
     print("RESULT " + json.dumps(result), flush=True)

@@ -24,6 +24,7 @@ import _venvs  # noqa: E402
 import bench_remote  # noqa: E402
 from _dataset_report import (  # noqa: E402
     BATCH,
+    IMAGES_BATCH,
     IMPLS,
     MEMORY_BATCHES,
     PEERS,
@@ -45,7 +46,7 @@ SIZES = {  # full, quick
 }
 TINY_PER_SHARD, TINY_WIDTH = 10, 128
 MEMORY_PER_SHARD = 100_000
-ALL_ROWS = "loader,shuffled,s3,images,direct,tiny,first,resume,memory"
+ALL_ROWS = "loader,shuffled,s3,images,images_loader,direct,tiny,first,resume,memory"
 
 
 def call(python: str, impl: str, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
@@ -184,6 +185,18 @@ class Bench:
             return None
         return res
 
+    def images_loader(self, impl: str) -> dict[str, Any] | None:
+        spec = {"op": "images_loader", "remote": self.remote(impl, "images"),
+                "passes": self.repeat, "local": self.path("cache", f"{impl}-images-loader"),
+                "workers": WORKERS, "batch": IMAGES_BATCH,
+                "prime_bytes": self.sizes["images"] * IMAGE_BYTES * 5 // 4}
+        res = self.run(impl, spec, "images loader")
+        if res and res["n"] != self.sizes["images"]:
+            want = self.sizes["images"]
+            self.errors[f"{impl} images loader"] = f"read {res['n']} images, expected {want}"
+            return None
+        return res
+
     def floor_loader(self) -> dict[str, Any] | None:
         runs = [self.run("ours", {"op": "floor_loader", "workers": WORKERS, "batch": BATCH},
                          "floor loader") for _ in range(self.repeat)]
@@ -220,7 +233,8 @@ def run_rows(bench: Bench, only: set[str]) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {t.key: {} for t in TARGETS}
     ops = {"loader": lambda i: bench.epochs(i, "loader"),
            "shuffled": lambda i: bench.epochs(i, "loader", shuffle=True),
-           "images": bench.images, "direct": lambda i: bench.epochs(i, "direct"),
+           "images": bench.images, "images_loader": bench.images_loader,
+           "direct": lambda i: bench.epochs(i, "direct"),
            "first": bench.first_batch, "resume": bench.resume, "tiny": bench.tiny}
     for impl in bench.pythons:
         for key, fn in ops.items():

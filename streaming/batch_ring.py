@@ -27,6 +27,7 @@ process maps after a minute.
 
 from __future__ import annotations
 
+import mmap
 import os
 import secrets
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ class RingBatch:
         slot: which slot of that worker's ring.
         name: the slot's shared-memory name; size: its bytes.
         arrays: (key, offset, dtype, shape) of each array column inside the slot.
+        blobs: (key, offset, lengths) of each column of `bytes` (or views, `bytes_as_views`)
+            inside the slot: its values back to back.
         others: the other columns, already collated (strings, bytes, nested values).
         order: every key, in the batch's column order.
     """
@@ -65,6 +68,7 @@ class RingBatch:
     arrays: tuple[tuple[str, int, str, tuple[int, ...]], ...]
     others: dict[str, Any]
     order: tuple[str, ...]
+    blobs: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
 
 
 class WorkerRing:
@@ -93,12 +97,17 @@ class WorkerRing:
         if os.getpid() != self._pid:  # a copy in a new process starts a ring of its own
             self._blocks, self._next, self._pid = [None] * self.slots, 0, os.getpid()
         arrays, layout, total = [], [], 0
+        blobs, blob_layout = [], []
         for key, value in batch.items():
             if becomes_tensor(value):
                 layout.append((key, total, value.dtype.str, tuple(value.shape)))
                 arrays.append(value)
                 total += -(-value.nbytes // _ALIGN) * _ALIGN
-        if not arrays:
+            elif (lengths := _blob_lengths(value)) is not None:
+                blob_layout.append((key, total, lengths))
+                blobs.append(value)
+                total += -(-sum(lengths) // _ALIGN) * _ALIGN
+        if not arrays and not blobs:
             return collate_columns(batch)
         slot = self._next
         self._next = (slot + 1) % self.slots
@@ -107,10 +116,12 @@ class WorkerRing:
         for value, (_, offset, _, _) in zip(arrays, layout):
             target = buf[offset:offset + value.nbytes].view(value.dtype).reshape(value.shape)
             np.copyto(target, value, casting="no")
-        keys = {key for key, _, _, _ in layout}
+        for values, (_, offset, lengths) in zip(blobs, blob_layout):
+            _pack(block.buf, offset, values, lengths)
+        keys = {key for key, _, _, _ in layout} | {key for key, _, _ in blob_layout}
         others = collate_columns({k: v for k, v in batch.items() if k not in keys})
         return RingBatch(self._pid, slot, block.name, block.size, tuple(layout), others,
-                         tuple(batch))
+                         tuple(batch), tuple(blob_layout))
 
     def _block(self, slot: int, size: int) -> ShmBlock:
         block = self._blocks[slot]
@@ -125,6 +136,42 @@ class WorkerRing:
         block = ShmBlock.create(name, max(_MIN_SLOT, size + size // 4))
         self._blocks[slot] = block
         return block
+
+
+def _blob_lengths(value: Any) -> tuple[int, ...] | None:
+    """The byte length of each value of a column of `bytes` (or of views of bytes); None for
+    any other column.
+
+    Such a column would otherwise be pickled through the worker's pipe: a copy into the pickle,
+    one into and one out of the kernel's 64 KiB pipe buffer (two context switches each), and
+    one into the new `bytes`. Through the slot it is one copy in the worker, one in the loader.
+    """
+    if type(value) is not list or not value:
+        return None
+    lengths = []
+    for item in value:
+        kind = type(item)
+        if kind is bytes:
+            lengths.append(len(item))
+        elif kind is memoryview and item.format == "B" and item.ndim == 1:
+            lengths.append(item.nbytes)
+        else:
+            return None
+    return tuple(lengths)
+
+
+def _pack(buf: mmap.mmap, offset: int, values: list[Any], lengths: tuple[int, ...]) -> None:
+    for value, length in zip(values, lengths):
+        buf[offset:offset + length] = value
+        offset += length
+
+
+def _unpack(buf: mmap.mmap, offset: int, lengths: tuple[int, ...]) -> list[bytes]:
+    values = []
+    for length in lengths:
+        values.append(buf[offset:offset + length])  # a slice of a mapping is a new `bytes`
+        offset += length
+    return values
 
 
 _prefixes: set[str] = set()  # of the rings this process made (as a loader's `collate_fn`)
@@ -166,6 +213,8 @@ class RingReader:
             tensor = torch.empty(shape, dtype=torch_dtype_of(dtype))
             np.copyto(tensor.numpy(), source, casting="no")
             columns[name] = tensor
+        for name, offset, lengths in batch.blobs:
+            columns[name] = _unpack(block.buf, offset, lengths)
         columns.update(batch.others)
         return {name: columns[name] for name in batch.order}
 

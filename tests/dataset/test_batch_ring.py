@@ -60,6 +60,55 @@ def test_batches_without_arrays_are_plain_collated() -> None:
     assert WorkerRing(2)({"name": ["a", "b"]}) == {"name": ["a", "b"]}
 
 
+def test_bytes_and_views_columns_travel_in_the_slot_and_arrive_as_bytes() -> None:
+    """A column of `bytes` (or of views, `bytes_as_views`) is packed into the slot, not pickled
+    alongside it, and arrives as new `bytes` that outlive the slot's next use."""
+    ring, reader = WorkerRing(2), RingReader()
+    rng = np.random.default_rng(0)
+    try:
+        sent = []
+        for rows in (3, 5, 3, 4):
+            images = [rng.bytes(int(n)) for n in rng.integers(0, 5000, rows)]
+            backing = bytearray(b"".join(images))
+            views, at = [], 0
+            for image in images:
+                views.append(memoryview(backing)[at:at + len(image)].toreadonly())
+                at += len(image)
+            batch = {"image": images, "label": np.arange(rows), "name": ["x"] * rows,
+                     "view": views}
+            item = ring(batch)
+            assert isinstance(item, RingBatch)
+            assert [key for key, _, _ in item.blobs] == ["image", "view"]
+            assert set(item.others) == {"name"}  # nothing large goes through the pipe
+            got = reader.take(item)
+            assert list(got) == ["image", "label", "name", "view"]
+            assert got["image"] == images and got["view"] == images
+            assert all(type(v) is bytes for v in got["image"] + got["view"])
+            sent.append((got, images))
+        for got, images in sent:  # each slot was written again since
+            assert got["image"] == images and got["view"] == images
+    finally:
+        reader.close()
+
+
+def test_a_batch_of_bytes_alone_goes_through_the_ring() -> None:
+    ring, reader = WorkerRing(2), RingReader()
+    try:
+        item = ring({"image": [b"ab", b"", b"cde"]})
+        assert isinstance(item, RingBatch) and item.arrays == ()
+        assert reader.take(item) == {"image": [b"ab", b"", b"cde"]}
+    finally:
+        reader.close()
+
+
+def test_mixed_or_strided_columns_stay_pickled() -> None:
+    strided = memoryview(np.arange(8, dtype=np.int32))  # format "i", not bytes
+    batch = {"id": np.arange(2), "mixed": [b"a", "b"], "ints": [strided, strided]}
+    item = WorkerRing(2)(batch)
+    assert isinstance(item, RingBatch) and item.blobs == ()
+    assert set(item.others) == {"mixed", "ints"}
+
+
 def _run(data: str, monkeypatch, ring: str, **kwargs) -> list:
     monkeypatch.setenv("STREAMING_BATCH_RING", ring)
     with StreamingDataset(local=data, batch_size=2, shuffle=True, shuffle_seed=4) as ds:
@@ -67,6 +116,33 @@ def _run(data: str, monkeypatch, ring: str, **kwargs) -> list:
         epochs = [list(loader) for _ in range(2)]
         loader.close()
     return epochs
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_images_through_the_ring_match_those_pickled(tmp_path, monkeypatch, views) -> None:
+    from streaming import MDSWriter
+
+    rng = np.random.default_rng(3)
+    images = [rng.bytes(int(n)) for n in rng.integers(1, 40_000, 61)]
+    data = str(tmp_path / "images")
+    with MDSWriter(out=data, columns={"image": "bytes", "label": "int"},
+                   size_limit=1 << 18) as writer:
+        for label, image in enumerate(images):
+            writer.write({"image": image, "label": label})
+    epochs = []
+    for ring in ("1", "0"):
+        monkeypatch.setenv("STREAMING_BATCH_RING", ring)
+        with StreamingDataset(local=data, batch_size=4, bytes_as_views=views) as ds:
+            loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=1)
+            epochs.append(list(loader))
+            loader.close()
+    ours, theirs = epochs
+    assert len(ours) == 16
+    for number, (x, y) in enumerate(zip(ours, theirs)):
+        _same(x, y, f"batch {number}")
+    got = {int(label): image for batch in ours for label, image in
+           zip(batch["label"].tolist(), batch["image"])}
+    assert got == dict(enumerate(images))
 
 
 @pytest.mark.parametrize("persistent", [False, True])
