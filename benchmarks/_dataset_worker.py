@@ -21,7 +21,7 @@ import resource  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
 warnings.simplefilter("ignore")  # torch warns once about read-only arrays; same for everyone
@@ -240,40 +240,52 @@ def op_tiny_floor(spec: dict[str, Any]) -> dict[str, Any]:
     return {"parse": min(runs)}
 
 
-def op_images(spec: dict[str, Any]) -> dict[str, Any]:
-    """Every byte of every image read by the consumer, through the streaming dataset.
-
-    The first pass copies the shards into the empty cache (reported as `cold`); the timed passes
-    then read the warm cache, each through a new dataset object. With `floor`, the library-free
-    bound of `_format_worker.floor_read` runs over the same cached shards (ours' MDS only)."""
+def _image_passes(spec: dict[str, Any], read: Callable[[Any], tuple[int, int]],
+                  **extra: Any) -> dict[str, Any]:
+    """The images read by `read(dataset)` (it returns the count and a checksum): a first pass
+    copies the shards into the empty cache (reported as `cold`), the timed passes then read the
+    warm cache, each through a new dataset object (`extra` goes to ours / the reference)."""
     import _format_worker as fw
 
-    impl, local = spec["impl"], spec["local"]
-    extra = {"bytes_as_views": True} if spec.get("views") else {}
+    local = spec["local"]
     shutil.rmtree(local, ignore_errors=True)
     fw.prime_memory(os.path.dirname(local), spec.get("prime_bytes", 0))
     runs = []
     for _ in range(spec["passes"] + 1):
         gc.collect()
         wall, cpu = time.perf_counter(), _cpu()
-        dataset = make_dataset(impl, spec["remote"], local, 256, False, **extra)
-        n = acc = 0
-        for item in dataset:
-            acc ^= fw.touch(item["image"]) ^ int(item["label"])
-            n += 1
+        dataset = make_dataset(spec["impl"], spec["remote"], local, spec.get("batch", 256),
+                               False, **extra)
+        n, acc = read(dataset)
         runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n, "acc": acc})
         _close(dataset)
         del dataset
     best = min(runs[1:], key=lambda r: r["wall"])
-    result = {**best, "cold": runs[0]["wall"], "bytes": n * fw.IMAGE_BYTES}
+    return {**best, "cold": runs[0]["wall"], "bytes": best["n"] * fw.IMAGE_BYTES}
+
+
+def op_images(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every byte of every image read by the consumer, iterating the streaming dataset. With
+    `floor`, the library-free bound of `_format_worker.floor_read` runs over the same cached
+    shards (ours' MDS only)."""
+    import _format_worker as fw
+
+    def read(dataset: Any) -> tuple[int, int]:
+        n = acc = 0
+        for item in dataset:
+            acc ^= fw.touch(item["image"]) ^ int(item["label"])
+            n += 1
+        return n, acc
+
+    result = _image_passes(spec, read, **({"bytes_as_views": True} if spec.get("views") else {}))
     if spec.get("floor"):
         floors = []
         for by_pread in (False, True, False, True):
             start = time.perf_counter()
-            fw.floor_read(local, by_pread)
+            fw.floor_read(spec["local"], by_pread)
             floors.append(time.perf_counter() - start)
         result["floor"] = min(floors)
-    shutil.rmtree(local, ignore_errors=True)
+    shutil.rmtree(spec["local"], ignore_errors=True)
     return result
 
 
@@ -292,39 +304,30 @@ def _lists_of_bytes(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 def op_images_loader(spec: dict[str, Any]) -> dict[str, Any]:
     """Every byte of every image read by the training process, through each library's loader
-    with workers (the images leave the workers as each library sends batches). As `op_images`:
-    a cold first pass fills the cache, the timed passes each build a new dataset and loader."""
+    with workers (the images leave the workers as each library sends batches)."""
     import _format_worker as fw
 
-    impl, local, batch = spec["impl"], spec["local"], spec["batch"]
-    shutil.rmtree(local, ignore_errors=True)
-    fw.prime_memory(os.path.dirname(local), spec.get("prime_bytes", 0))
-    runs = []
-    for _ in range(spec["passes"] + 1):
-        gc.collect()
-        wall, cpu = time.perf_counter(), _cpu()
-        dataset = make_dataset(impl, spec["remote"], local, batch, False)
+    impl, batch, workers = spec["impl"], spec["batch"], spec["workers"]
+
+    def read(dataset: Any) -> tuple[int, int]:
         if impl == "litdata":
             import litdata
 
-            loader = litdata.StreamingDataLoader(dataset, batch_size=batch,
-                                                 num_workers=spec["workers"],
+            loader = litdata.StreamingDataLoader(dataset, batch_size=batch, num_workers=workers,
                                                  collate_fn=_lists_of_bytes)
         else:
-            loader = make_loader(impl, dataset, batch, spec["workers"])
+            loader = make_loader(impl, dataset, batch, workers)
         n = acc = 0
         for b in loader:
             for image in b["image"]:
                 acc ^= fw.touch(image)
             acc ^= int(b["label"].sum())
             n += len(b["image"])
-        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n, "acc": acc})
-        del loader
-        _close(dataset)
-        del dataset
-    best = min(runs[1:], key=lambda r: r["wall"])
-    shutil.rmtree(local, ignore_errors=True)
-    return {**best, "cold": runs[0]["wall"], "bytes": n * fw.IMAGE_BYTES}
+        return n, acc
+
+    result = _image_passes(spec, read)
+    shutil.rmtree(spec["local"], ignore_errors=True)
+    return result
 
 
 def op_floor_loader(spec: dict[str, Any]) -> dict[str, Any]:
