@@ -21,57 +21,18 @@ import resource  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
+from _dataset_libs import (  # noqa: E402
+    close_dataset,
+    cpu_seconds,
+    import_library,
+    make_dataset,
+    make_loader,
+)
+
 warnings.simplefilter("ignore")  # torch warns once about read-only arrays; same for everyone
-
-
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-# ---- the three libraries behind one small interface ------------------------------------------
-
-def _import(impl: str) -> None:
-    if impl == "litdata":
-        import litdata  # noqa: F401
-    else:
-        from streaming import StreamingDataLoader, StreamingDataset  # noqa: F401
-
-
-def make_dataset(impl: str, remote: str | None, local: str, batch: int, shuffle: bool,
-                 **extra: Any) -> Any:
-    """A dataset reading `remote` (a local directory standing in for a bucket) into `local`;
-    `extra` goes to ours / the reference only (e.g. `bytes_as_views`)."""
-    if impl == "litdata":
-        import litdata
-
-        source = f"local:{remote}" if remote else local
-        return litdata.StreamingDataset(input_dir=source, cache_dir=local if remote else None,
-                                        shuffle=shuffle)
-    from streaming import StreamingDataset
-
-    return StreamingDataset(remote=remote, local=local, batch_size=batch, shuffle=shuffle, **extra)
-
-
-def make_loader(impl: str, dataset: Any, batch: int, workers: int) -> Any:
-    if impl == "litdata":
-        import litdata
-
-        return litdata.StreamingDataLoader(dataset, batch_size=batch, num_workers=workers)
-    from streaming import StreamingDataLoader
-
-    return StreamingDataLoader(dataset, batch_size=batch, num_workers=workers)
-
-
-def _close(dataset: Any) -> None:
-    """Release a dataset's shared state between repeats (the reference has no `close`)."""
-    close = getattr(dataset, "close", None)
-    if callable(close):
-        close()
 
 
 def _ids_of(batch: Any) -> tuple[int, int]:
@@ -93,7 +54,7 @@ def op_epoch(spec: dict[str, Any]) -> dict[str, Any]:
     for local in spec["locals"]:
         shutil.rmtree(local, ignore_errors=True)
         gc.collect()
-        wall, cpu = time.perf_counter(), _cpu()
+        wall, cpu = time.perf_counter(), cpu_seconds()
         dataset = make_dataset(impl, spec["remote"], local, batch, spec.get("shuffle", False))
         n = total = 0
         first = None
@@ -113,9 +74,9 @@ def op_epoch(spec: dict[str, Any]) -> dict[str, Any]:
                 n += 1
                 total += _touch(sample, key)
             total = -1  # the touch mixes payload into the sum; only the count is checked
-        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n,
+        runs.append({"wall": time.perf_counter() - wall, "cpu": cpu_seconds() - cpu, "n": n,
                      "id_sum": total, "first": first, "maxrss": _maxrss_mb()})
-        _close(dataset)
+        close_dataset(dataset)
         del dataset
         gc.collect()
         shutil.rmtree(local, ignore_errors=True)
@@ -143,7 +104,7 @@ def op_first(spec: dict[str, Any]) -> dict[str, Any]:
     """Fresh process to first batch (2-worker loader, cold cache), import included."""
     impl, batch = spec["impl"], spec["batch"]
     shutil.rmtree(spec["local"], ignore_errors=True)
-    _import(impl)
+    import_library(impl)
     imported = time.perf_counter()
     dataset = make_dataset(impl, spec["remote"], spec["local"], batch, False)
     built = time.perf_counter()
@@ -210,7 +171,7 @@ def op_tiny(spec: dict[str, Any]) -> dict[str, Any]:
     for local in spec["locals"]:
         shutil.rmtree(local, ignore_errors=True)
         gc.collect()
-        wall, cpu = time.perf_counter(), _cpu()
+        wall, cpu = time.perf_counter(), cpu_seconds()
         dataset = make_dataset(impl, spec["remote"], local, 256, False)
         built = time.perf_counter() - wall
         samples = iter(dataset)
@@ -220,9 +181,9 @@ def op_tiny(spec: dict[str, Any]) -> dict[str, Any]:
         for sample in _rest(samples):
             _touch(sample, spec["key"])
             n += 1
-        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n,
+        runs.append({"wall": time.perf_counter() - wall, "cpu": cpu_seconds() - cpu, "n": n,
                      "construct": built, "first": first})
-        _close(dataset)
+        close_dataset(dataset)
         del dataset
         gc.collect()
         shutil.rmtree(local, ignore_errors=True)
@@ -238,96 +199,6 @@ def op_tiny_floor(spec: dict[str, Any]) -> dict[str, Any]:
             json.loads(f.read())
         runs.append(time.perf_counter() - start)
     return {"parse": min(runs)}
-
-
-def _image_passes(spec: dict[str, Any], read: Callable[[Any], tuple[int, int]],
-                  **extra: Any) -> dict[str, Any]:
-    """The images read by `read(dataset)` (it returns the count and a checksum): a first pass
-    copies the shards into the empty cache (reported as `cold`), the timed passes then read the
-    warm cache, each through a new dataset object (`extra` goes to ours / the reference)."""
-    import _format_worker as fw
-
-    local = spec["local"]
-    shutil.rmtree(local, ignore_errors=True)
-    fw.prime_memory(os.path.dirname(local), spec.get("prime_bytes", 0))
-    runs = []
-    for _ in range(spec["passes"] + 1):
-        gc.collect()
-        wall, cpu = time.perf_counter(), _cpu()
-        dataset = make_dataset(spec["impl"], spec["remote"], local, spec.get("batch", 256),
-                               False, **extra)
-        n, acc = read(dataset)
-        runs.append({"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu, "n": n, "acc": acc})
-        _close(dataset)
-        del dataset
-    best = min(runs[1:], key=lambda r: r["wall"])
-    return {**best, "cold": runs[0]["wall"], "bytes": best["n"] * fw.IMAGE_BYTES}
-
-
-def op_images(spec: dict[str, Any]) -> dict[str, Any]:
-    """Every byte of every image read by the consumer, iterating the streaming dataset. With
-    `floor`, the library-free bound of `_format_worker.floor_read` runs over the same cached
-    shards (ours' MDS only)."""
-    import _format_worker as fw
-
-    def read(dataset: Any) -> tuple[int, int]:
-        n = acc = 0
-        for item in dataset:
-            acc ^= fw.touch(item["image"]) ^ int(item["label"])
-            n += 1
-        return n, acc
-
-    result = _image_passes(spec, read, **({"bytes_as_views": True} if spec.get("views") else {}))
-    if spec.get("floor"):
-        floors = []
-        for by_pread in (False, True, False, True):
-            start = time.perf_counter()
-            fw.floor_read(spec["local"], by_pread)
-            floors.append(time.perf_counter() - start)
-        result["floor"] = min(floors)
-    shutil.rmtree(spec["local"], ignore_errors=True)
-    return result
-
-
-def _lists_of_bytes(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """litdata's collation for the images. Inside its loader a `bytes` column comes as
-    `memoryview`s, which its default collation turns into 100,000 one-byte tensors per image
-    (its workers then run out of file descriptors) and which cannot be pickled out of a worker
-    anyway; so a litdata user passes this: the images become a list of `bytes`, as torch's
-    `default_collate` leaves them for ours and the reference."""
-    from torch.utils.data import default_collate
-
-    return {key: [bytes(s[key]) for s in samples]
-            if isinstance(samples[0][key], (bytes, memoryview))
-            else default_collate([s[key] for s in samples]) for key in samples[0]}
-
-
-def op_images_loader(spec: dict[str, Any]) -> dict[str, Any]:
-    """Every byte of every image read by the training process, through each library's loader
-    with workers (the images leave the workers as each library sends batches)."""
-    import _format_worker as fw
-
-    impl, batch, workers = spec["impl"], spec["batch"], spec["workers"]
-
-    def read(dataset: Any) -> tuple[int, int]:
-        if impl == "litdata":
-            import litdata
-
-            loader = litdata.StreamingDataLoader(dataset, batch_size=batch, num_workers=workers,
-                                                 collate_fn=_lists_of_bytes)
-        else:
-            loader = make_loader(impl, dataset, batch, workers)
-        n = acc = 0
-        for b in loader:
-            for image in b["image"]:
-                acc ^= fw.touch(image)
-            acc ^= int(b["label"].sum())
-            n += len(b["image"])
-        return n, acc
-
-    result = _image_passes(spec, read)
-    shutil.rmtree(spec["local"], ignore_errors=True)
-    return result
 
 
 def op_floor_loader(spec: dict[str, Any]) -> dict[str, Any]:
@@ -430,6 +301,7 @@ from _dataset_data import (  # noqa: E402
     op_write_mds,
     op_write_synthetic,
 )
+from _dataset_images import op_images, op_images_loader  # noqa: E402
 
 OPS = {"epoch": op_epoch, "first": op_first, "resume_save": op_resume_save, "resume": op_resume,
        "tiny": op_tiny, "tiny_floor": op_tiny_floor, "memory": op_memory, "images": op_images,
@@ -443,7 +315,7 @@ def main() -> None:
     spec = json.loads(sys.argv[1])
     if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory", "images",
                       "images_loader"):
-        _import(spec["impl"])
+        import_library(spec["impl"])
     result = OPS[spec["op"]](spec)
     print("RESULT " + json.dumps(result), flush=True)
 
