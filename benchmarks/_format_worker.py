@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import resource
 import shutil
 import sys
 import time
@@ -21,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _dataset_libs import cpu_seconds
 
 TOKENS_PER_SAMPLE = 1024
 IMAGE_BYTES = 100_000
@@ -35,16 +35,11 @@ WORKLOADS = {
 _INPUTS: dict[str, Any] = {}  # module global so litdata's forked workers see the inputs
 
 
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
 
 def _timed(fn: Callable[[], Any]) -> dict[str, float]:
-    wall, cpu = time.perf_counter(), _cpu()
+    wall, cpu = time.perf_counter(), cpu_seconds()
     fn()
-    return {"wall": time.perf_counter() - wall, "cpu": _cpu() - cpu}
+    return {"wall": time.perf_counter() - wall, "cpu": cpu_seconds() - cpu}
 
 
 def _best(runs: list[dict[str, float]]) -> dict[str, float]:

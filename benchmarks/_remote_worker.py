@@ -12,22 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 from typing import Any
 
 import numpy as np
+from _dataset_libs import cpu_seconds
 
 TOKENS = 1024
 CHUNK_BYTES = 1 << 26  # the reference's default shard size; litdata gets the same chunk size
 _INPUTS: dict[str, Any] = {}  # module global so litdata's forked writer sees the inputs
 
-
-def _cpu() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def tokens(n: int) -> np.ndarray:
@@ -92,7 +87,7 @@ def epoch(impl: str, url: str, cache: str, batch: int,
         from litdata import StreamingDataset  # noqa: F401
     else:
         from streaming import StreamingDataset  # noqa: F401,F811
-    cpu, start = _cpu(), time.perf_counter()
+    cpu, start = cpu_seconds(), time.perf_counter()
     dataset = open_dataset(impl, url, cache, batch, predownload)
     first_batch, count, acc = None, 0, 0
     for item in dataset:
@@ -101,8 +96,8 @@ def epoch(impl: str, url: str, cache: str, batch: int,
         if count == batch:
             first_batch = time.perf_counter() - start
     wall = time.perf_counter() - start
-    result = {"wall": wall, "cpu": _cpu() - cpu, "first_batch": first_batch, "samples": count,
-              "checksum": acc}
+    result = {"wall": wall, "cpu": cpu_seconds() - cpu, "first_batch": first_batch,
+              "samples": count, "checksum": acc}
     egress = getattr(dataset, "egress", None)
     if isinstance(egress, dict):
         result["egress"] = egress
