@@ -50,6 +50,7 @@ from streaming.order.plan import (
     resolve_epoch,
 )
 from streaming.order.world import World
+from streaming.prefetch import Prefetchers
 from streaming.spanner import Spanner
 from streaming.stream import Stream
 
@@ -155,6 +156,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         self._namespace, self._cache, self._plan_board = node.namespace, node.cache, node.plan_board
         self._next_epoch, self._resume_page = node.next_epoch, node.resume_page
         self._epoch_barrier = node.epoch_barrier
+        self._prefetchers = Prefetchers()  # of this process's live iterations, for `close()`
         self._cache.count_as_main(self._unique_world.rank_of_node)
         self._cache.counters.add_many({"index_load_seconds": loading,
                                        "index_loads": len(self.streams)})
@@ -352,7 +354,8 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         custom = type(self).get_item is not StreamingDataset.get_item
         reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
                            unique.worker_of_node, self._read, self.get_item if custom else None,
-                           early_limit=(self.batch_size or 1) if early_reads_enabled() else 0)
+                           early_limit=(self.batch_size or 1) if early_reads_enabled() else 0,
+                           background=self._prefetchers)
         return sample_ids, reads
 
     def __iter__(self) -> Iterator[Any]:
@@ -385,8 +388,15 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
     # ------------------------------------------------------------------------- lifecycle
 
     def close(self) -> None:
-        """Release shared memory and open shard mappings now (also done on garbage collection)."""
+        """Release shared memory and open shard mappings now (also done on garbage collection).
+
+        Iterators still open stop fetching ahead: fetches in flight are waited for (up to
+        the longest `download_timeout`), so nothing of this process writes into the cache once
+        `close()` returns. Such an iterator can still be read on; it then fetches each shard as
+        it needs it.
+        """
         try:
+            self._prefetchers.stop(max(stream.download_timeout for stream in self.streams))
             for shard in self.shards.built():
                 shard.close()
         finally:  # even if a signal handler raises into us (torch's, on a killed worker)

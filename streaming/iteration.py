@@ -26,7 +26,7 @@ from streaming.batch_columns import BatchParts
 from streaming.cache.early_reads import remote_samples
 from streaming.errors import StreamingError
 from streaming.metrics.counters import column
-from streaming.prefetch import CHUNK, Prefetcher, first_uses
+from streaming.prefetch import CHUNK, Prefetcher, Prefetchers, first_uses
 
 if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
@@ -85,12 +85,16 @@ class EpochReads:
         early_limit: how many samples at the start of an epoch may be read straight from the
             remote while their shards are still being fetched (the first batch: see
             `streaming.cache.early_reads`); 0 for none.
+        background: where this worker's running prefetchers are kept, for the dataset's
+            `close()` to stop them; or None.
     """
 
     def __init__(self, readers: Sequence[Reader], cache: NodeCache, locate: Locate, slot: int,
                  recover: Callable[[int, int], Any],
-                 get_item: Callable[[int], Any] | None = None, early_limit: int = 0) -> None:
+                 get_item: Callable[[int], Any] | None = None, early_limit: int = 0,
+                 background: Prefetchers | None = None) -> None:
         self.readers = readers
+        self.background = background
         self.cache = cache
         self.locate = locate
         self.recover = recover
@@ -101,6 +105,11 @@ class EpochReads:
         # Samples at the start of the epoch that may be read from the remote before their
         # shard lands (`early_prefix`); 0 turns that off.
         self.early_limit = 0 if get_item is not None else early_limit
+
+    def watch(self, prefetcher: Prefetcher) -> None:
+        """Keep a started prefetcher where its dataset's `close()` can stop it."""
+        if self.background is not None:
+            self.background.add(prefetcher)
 
     def prepare(self, shard: int) -> None:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""

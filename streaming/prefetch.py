@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,8 @@ import numpy as np
 if TYPE_CHECKING:
     from streaming.iteration import EpochReads
 
-__all__ = ["MAX_FETCHES", "MAX_FETCHES_ENV", "LinkSizer", "Prefetcher", "first_uses",
-           "max_fetches"]
+__all__ = ["MAX_FETCHES", "MAX_FETCHES_ENV", "LinkSizer", "Prefetcher", "Prefetchers",
+           "first_uses", "max_fetches"]
 
 MAX_FETCHES = 16  # the most shards one worker prepares at once, unless MAX_FETCHES_ENV says
 MAX_FETCHES_ENV = "STREAMING_MAX_FETCHES"
@@ -180,6 +181,7 @@ class Prefetcher:
         """Start the threads; the first shard is claimed here, before the consumer's first
         read can ask for it, so the consumer waits for this fetch instead of starting its own
         while the prefetcher moves on to the next shard and halves the first one's bandwidth."""
+        self.reads.watch(self)
         with self._lock:
             self._seen_bytes = self._fetched_bytes()
             first = next(self._order, None)
@@ -198,9 +200,12 @@ class Prefetcher:
             self.threads.append(thread)
             thread.start()
 
-    def finish(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
-        """Stop, joining only briefly: a prepare in flight may take a while, and the threads are
-        daemons that check `stop` before their next step.
+    def finish(self, wait: float = 0.05,
+               _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
+        """Stop, joining the threads for at most `wait` seconds: by default only briefly, as a
+        prepare in flight may take a while and the threads are daemons that check `stop` before
+        their next step. A dataset's `close()` waits longer, so that no fetch of its writes into
+        the cache once it returns. Idempotent.
 
         An iterator left open at interpreter exit is finished while modules are torn down and
         daemon threads are frozen, maybe holding our lock: then only `stop` is set (the bound
@@ -210,7 +215,7 @@ class Prefetcher:
         self.stop.set()
         if _finalizing():
             return
-        deadline = time.monotonic() + 0.05
+        deadline = time.monotonic() + wait
         for thread in list(self.threads):
             thread.join(timeout=max(deadline - time.monotonic(), 0.0))
         with self._lock:  # a first shard claimed but never taken: give the claim back
@@ -260,3 +265,32 @@ class Prefetcher:
                 log.warning("Prefetching shard %d failed (%s: %s); it will be fetched when "
                             "needed.", shard, type(err).__name__, err)
             self._done()
+
+
+class Prefetchers:
+    """The prefetchers of one dataset's iterations that are still running, held weakly (an
+    iterator dropped takes its prefetcher with it), so that closing the dataset stops them.
+
+    A copy pickled into a DataLoader worker starts empty: a worker's iterations are its own.
+    """
+
+    def __init__(self) -> None:
+        self._running: weakref.WeakSet[Prefetcher] = weakref.WeakSet()
+
+    def add(self, prefetcher: Prefetcher) -> None:
+        self._running.add(prefetcher)
+
+    def stop(self, wait: float) -> None:
+        """Stop every one, waiting up to `wait` seconds in all for fetches in flight."""
+        deadline = time.monotonic() + wait
+        for prefetcher in list(self._running):
+            prefetcher.finish(wait=max(deadline - time.monotonic(), 0.0))
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__()  # type: ignore[misc]

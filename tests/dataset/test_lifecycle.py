@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -20,6 +22,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from streaming import Stream, StreamingDataLoader, StreamingDataset
+from streaming.cache.node_cache import NodeCache
 from streaming.coord.records import ensure_state_dir, read_record, registry_lock
 from streaming.coord.release import RELEASE_TIMEOUT, pending_count
 from streaming.coord.wait import wait_until
@@ -210,6 +213,53 @@ def test_plain_dataloader_without_batch_size_warns_once(ints30: str,
             again = [int(b["v"]) for b in DataLoader(ds)]
     assert sorted(got) == sorted(again) == list(range(30))
     assert sum("without `batch_size`" in str(w.message) for w in record) == 1
+
+
+def test_close_stops_fetching_ahead_for_an_iterator_left_open(
+        make_ints: Callable[..., str], cache_dir: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once `close()` returns, no fetch of the dataset writes into the cache (a script may
+    delete it next); an iterator left open reads on, fetching each shard itself."""
+    remote = make_ints(range(1_000))  # 200 shards
+    let_go, closed = threading.Event(), threading.Event()
+    late: list[int] = []  # shards the prefetcher began on after close() returned
+    prepare = NodeCache.prepare
+
+    def held_back(self: NodeCache, shard: int, **kwargs: Any) -> bool:
+        if threading.current_thread().name == "shardstream-prefetch":
+            let_go.wait(timeout=60)  # a fetch in flight when close() starts
+            if closed.is_set():
+                late.append(shard)
+        return prepare(self, shard, **kwargs)
+
+    monkeypatch.setattr(NodeCache, "prepare", held_back)
+    local = cache_dir()
+    ds = StreamingDataset(remote=remote, local=local, batch_size=5, predownload=1_000)
+    samples = iter(ds)
+    first = next(samples)["v"]
+    let_go.set()
+    ds.close()
+    closed.set()
+    assert not [t for t in threading.enumerate() if t.name == "shardstream-prefetch"]
+    assert not [name for name in os.listdir(local) if ".tmp" in name]  # the fetch completed
+    rest = [s["v"] for s in samples]
+    assert late == []
+    assert sorted([first, *rest]) == list(range(1_000))
+
+
+def test_a_pickled_dataset_leaves_its_running_prefetchers_behind(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """What a spawned DataLoader worker gets: a copy with none of this process's iterations."""
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2) as ds:
+        samples = iter(ds)
+        next(samples)
+        assert len(ds._prefetchers) == 1
+        copy = pickle.loads(pickle.dumps(ds))
+        assert len(copy._prefetchers) == 0
+        assert len(ds._prefetchers) == 1
+        copy.close()
+        del samples
+        assert len(ds._prefetchers) == 0  # held weakly: gone with its iterator
 
 
 # ---- the reference's couplings its own suite checks ---------------------------------------
