@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, get_worker_info
 
@@ -71,13 +72,29 @@ def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
     return batch_size, bool(arguments.get("drop_last", False))
 
 
+def _pins(arguments: Mapping[str, Any]) -> bool:
+    """Whether torch will really pin this loader's batches: `pin_memory` asks for it, and torch
+    ignores it (with a warning) without an accelerator, or on MPS. The accelerator is only
+    looked at when asked, as torch's own iterator does."""
+    if not arguments.get("pin_memory"):
+        return False
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:  # torch < 2.6 pins with CUDA only
+        return bool(torch.cuda.is_available())
+    if not accelerator.is_available():
+        return False
+    device = accelerator.current_accelerator()
+    return device is None or device.type != "mps"
+
+
 def _batch_sender(arguments: dict[str, Any]) -> Any:
     """How a batch of columns becomes what the loader receives: through a worker's ring of
     reused shared-memory slots where its ordering argument holds (`streaming.batch_ring`),
-    else as tensors made by `collate_columns`. ``STREAMING_BATCH_RING=0`` turns the ring off."""
+    else as tensors made by `collate_columns`: those are what torch pins when it pins (the
+    ring's copies would come out unpinned). ``STREAMING_BATCH_RING=0`` turns the ring off."""
     workers = arguments.get("num_workers") or 0
     in_order = arguments.get("in_order", True)
-    if (not workers or arguments.get("pin_memory") or in_order is False
+    if (not workers or _pins(arguments) or in_order is False
             or os.environ.get("STREAMING_BATCH_RING", "1") == "0"):
         return collate_columns
     prefetch = arguments.get("prefetch_factor") or 2

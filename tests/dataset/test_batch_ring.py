@@ -161,6 +161,20 @@ def test_loader_through_the_ring_matches_tensors_sent_by_torch(tmp_path, monkeyp
     assert not left, f"ring slots left behind: {left}"
 
 
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="pins on this machine")
+def test_pin_memory_without_an_accelerator_keeps_the_ring(tmp_path) -> None:
+    """torch pins nothing without an accelerator (it warns and goes on), so training code that
+    says `pin_memory=True` loses nothing here: the batches still travel in the ring."""
+    data = write_ints(str(tmp_path / "ints"), range(41))
+    with StreamingDataset(local=data, batch_size=2) as ds:
+        loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, pin_memory=True)
+        assert isinstance(loader.collate_fn, WorkerRing)
+        with pytest.warns(UserWarning, match="no accelerator"):
+            ours = list(loader)
+        loader.close()
+    assert [b["v"].tolist() for b in ours] == [[2 * i, 2 * i + 1] for i in range(20)] + [[40]]
+
+
 def _send_one_and_exit(ring: WorkerRing, conn) -> None:
     conn.send(ring(_batch(4, 8)))
     conn.close()
