@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, get_worker_info
+from torch.utils.data import DataLoader, default_collate, get_worker_info
 
 from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns, collate_samples
@@ -47,20 +47,27 @@ def batch_length(batch: Any) -> int:
 _DATALOADER = inspect.signature(DataLoader.__init__)
 
 
+def _own_collate(collate_fn: Any) -> bool:
+    """Whether a `collate_fn` is the user's own: torch's `default_collate` passed by name is
+    what no `collate_fn` means, and gets the same faster paths (same batches)."""
+    return collate_fn is not None and collate_fn is not default_collate
+
+
 def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
     """(batch_size, drop_last) when the loader can take the batched path, else None.
 
     It needs a plain `StreamingDataset` (no subclass reads or iteration of its own), an int
     batch size, and nothing that decides batching or collation for itself
-    (a `collate_fn`, a sampler, a batch sampler). ``STREAMING_BATCHED=0`` turns it off.
+    (a `collate_fn` of its own, a sampler, a batch sampler). ``STREAMING_BATCHED=0`` turns it
+    off.
     """
     dataset = arguments.get("dataset")
     batch_size = arguments.get("batch_size", 1)
     if os.environ.get("STREAMING_BATCHED", "1") == "0" or type(batch_size) is not int or (
             batch_size < 1):
         return None
-    if any(arguments.get(name) is not None for name in ("collate_fn", "sampler",
-                                                         "batch_sampler")):
+    if _own_collate(arguments.get("collate_fn")) or any(
+            arguments.get(name) is not None for name in ("sampler", "batch_sampler")):
         return None
     if not isinstance(dataset, StreamingDataset) or arguments.get("shuffle"):
         return None
@@ -159,10 +166,11 @@ class StreamingDataLoader(DataLoader):
 
     Same constructor as `torch.utils.data.DataLoader`. Call `state_dict()` on rank 0 when
     checkpointing and `load_state_dict()` on every rank before iterating. Without a
-    `collate_fn`, batches are what `default_collate` makes, built faster: each worker (or
-    this process) reads whole batches as columns (`StreamingDataset.batches`: no per-sample
-    objects for fixed-size columns) and the loader passes them through (`batched` is then
-    True); where that path does not apply, samples are collated column-wise
+    `collate_fn` (or with torch's `default_collate`), batches are what `default_collate` makes,
+    built faster: each worker (or this process) reads whole batches as columns
+    (`StreamingDataset.batches`: no per-sample objects for fixed-size columns) and the loader
+    passes them through (`batched` is then True); where that path does not apply, samples are
+    collated column-wise
     (`streaming.collate.collate_samples`). A `collate_fn` of your own is used as given, on
     samples as always.
 
@@ -201,7 +209,7 @@ class StreamingDataLoader(DataLoader):
         self.batched = batching is not None
         self._ring = RingReader()  # maps the slots of workers that send through a ring
         given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
-        if given_fn is None and self._auto_collation:
+        if not _own_collate(given_fn) and self._auto_collation:
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
         self.num_samples_yielded = 0

@@ -201,12 +201,17 @@ def test_loader_batches_match_the_per_sample_path(tmp_path, monkeypatch, drop_la
             _same(a, b, f"batch {number}")
 
 
+def _collate_own(samples: list[dict]) -> dict:
+    return {"doubled": torch.tensor([2 * s["v"] for s in samples])}
+
+
 def test_loader_keeps_a_users_collate_fn_and_worker_init(tmp_path) -> None:
     data = write_ints(str(tmp_path / "ints"), range(20))
     with StreamingDataset(local=data, batch_size=4) as ds:
-        loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, collate_fn=default_collate)
-        assert not loader.batched
-        assert sorted(torch.cat([b["v"] for b in loader]).tolist()) == list(range(20))
+        loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, collate_fn=_collate_own)
+        assert not loader.batched and loader.collate_fn is _collate_own
+        doubled = sorted(torch.cat([b["doubled"] for b in loader]).tolist())
+        assert doubled == list(range(0, 40, 2))
     with StreamingDataset(local=data, batch_size=4) as ds:
         loader = StreamingDataLoader(ds, batch_size=4, num_workers=2,
                                      worker_init_fn=_note_worker)
@@ -220,6 +225,23 @@ def test_loader_keeps_a_users_collate_fn_and_worker_init(tmp_path) -> None:
         assert loader.batched and first["v"].tolist() == [0, 1, 2, 3]
         assert ds._loader_batches is None  # the dataset's own iteration still yields samples
         assert next(iter(ds)) == {"v": 0}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_torchs_default_collate_by_name_takes_the_batched_path(tmp_path, workers) -> None:
+    """`collate_fn=default_collate` (common in training scripts) is what no `collate_fn`
+    means: the same batches, built the faster way."""
+    data = write_ints(str(tmp_path / "ints"), range(22))
+    got = {}
+    for name, kwargs in (("named", {"collate_fn": default_collate}), ("none", {})):
+        with StreamingDataset(local=data, batch_size=4) as ds:
+            loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers, **kwargs)
+            assert loader.batched
+            got[name] = list(loader)
+            loader.close()
+    assert len(got["named"]) == len(got["none"]) == 6
+    for number, (a, b) in enumerate(zip(got["named"], got["none"])):
+        _same(a, b, f"batch {number}")
 
 
 def _note_worker(worker_id: int) -> None:
