@@ -13,7 +13,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,18 @@ from streaming.stream import Stream
 __all__ = ["StreamingDataset"]
 
 log = logging.getLogger(__name__)
+
+
+def own_sample_read(dataset: StreamingDataset) -> Callable[[int], Any] | None:
+    """A subclass's own read of one sample, which iteration must go through (the reference
+    iterates `self[sample_id]`, so transforms added there apply): its `__getitem__`, else its
+    `get_item`; None for ours, which iteration reads in bulk instead."""
+    kind = type(dataset)
+    if kind.__getitem__ is not StreamingDataset.__getitem__:
+        return dataset.__getitem__
+    if kind.get_item is not StreamingDataset.get_item:
+        return dataset.get_item
+    return None
 
 
 class StreamingDataset(CacheControls, Array, IterableDataset):
@@ -351,9 +363,8 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         self._cache.count_as_worker(unique.worker_of_node)
         parallel = unique.replicate(self.replication) if self.replication else unique.copy()
         sample_ids = self._begin_epoch(unique, parallel)
-        custom = type(self).get_item is not StreamingDataset.get_item
         reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
-                           unique.worker_of_node, self._read, self.get_item if custom else None,
+                           unique.worker_of_node, self._read, own_sample_read(self),
                            early_limit=(self.batch_size or 1) if early_reads_enabled() else 0,
                            background=self._prefetchers)
         return sample_ids, reads

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, default_collate, get_worker_info
 
 from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns, collate_samples
-from streaming.dataset import StreamingDataset
+from streaming.dataset import StreamingDataset, own_sample_read
 from streaming.metrics.report import reporter_from
 from streaming.order.world import World
 
@@ -56,10 +56,10 @@ def _own_collate(collate_fn: Any) -> bool:
 def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
     """(batch_size, drop_last) when the loader can take the batched path, else None.
 
-    It needs a plain `StreamingDataset` (no subclass reads or iteration of its own), an int
-    batch size, and nothing that decides batching or collation for itself
-    (a `collate_fn` of its own, a sampler, a batch sampler). ``STREAMING_BATCHED=0`` turns it
-    off.
+    It needs a plain `StreamingDataset` (no subclass reads or iteration of its own: see
+    `own_sample_read`), an int batch size, and nothing that decides batching or collation for
+    itself (a `collate_fn` of its own, a sampler, a batch sampler). ``STREAMING_BATCHED=0``
+    turns it off.
     """
     dataset = arguments.get("dataset")
     batch_size = arguments.get("batch_size", 1)
@@ -72,8 +72,7 @@ def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
     if not isinstance(dataset, StreamingDataset) or arguments.get("shuffle"):
         return None
     kind = type(dataset)
-    if (kind.__iter__ is not StreamingDataset.__iter__
-            or kind.get_item is not StreamingDataset.get_item
+    if (kind.__iter__ is not StreamingDataset.__iter__ or own_sample_read(dataset) is not None
             or kind.batches is not StreamingDataset.batches):
         return None
     return batch_size, bool(arguments.get("drop_last", False))

@@ -151,6 +151,45 @@ def test_subclass_reads_pass_through_get_item(tmp_path) -> None:
     assert got == [2 * i for i in range(12)]
 
 
+class _TransformedByGetitem(StreamingDataset):
+    """The reference's documented pattern: transforms in `__getitem__`, which its iteration
+    goes through (`self[sample_id]`)."""
+
+    def __getitem__(self, at: Any) -> Any:
+        sample = super().__getitem__(at)
+        return {"v": sample["v"] * 3, "seen": 1}
+
+
+class _TransformedByGetItem(StreamingDataset):
+    def get_item(self, sample_id: int, retry: int = 7) -> Any:
+        sample = super().get_item(sample_id, retry)
+        return {"v": sample["v"] * 3, "seen": 1}
+
+
+@pytest.mark.parametrize("kind", [_TransformedByGetitem, _TransformedByGetItem])
+@pytest.mark.parametrize("how", ["iterate", "batches", "loader", "loader_workers", "plain"])
+def test_a_subclass_transform_applies_however_the_samples_are_read(tmp_path, kind, how) -> None:
+    data = write_ints(str(tmp_path / "ints"), range(12))
+    with kind(local=data, batch_size=4) as ds:
+        assert ds[5] == {"v": 15, "seen": 1}
+        if how == "iterate":
+            samples = list(ds)
+            got, seen = [s["v"] for s in samples], [s["seen"] for s in samples]
+        else:
+            if how == "batches":
+                batches = list(ds.batches())
+            elif how == "plain":
+                batches = list(torch.utils.data.DataLoader(ds, batch_size=4))
+            else:
+                loader = StreamingDataLoader(ds, batch_size=4,
+                                             num_workers=2 if how == "loader_workers" else 0)
+                assert not loader.batched
+                batches = list(loader)
+            got = [int(v) for b in batches for v in b["v"]]
+            seen = [int(v) for b in batches for v in b["seen"]]
+    assert sorted(got) == [3 * i for i in range(12)] and seen == [1] * 12
+
+
 def test_bad_batch_size(tmp_path) -> None:
     data = write_ints(str(tmp_path / "ints"), range(12))
     with StreamingDataset(local=data) as ds, pytest.raises(ValueError, match="batch_size"):
