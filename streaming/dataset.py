@@ -404,7 +404,8 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
         Iterators still open stop fetching ahead: fetches in flight are waited for (up to
         the longest `download_timeout`), so nothing of this process writes into the cache once
         `close()` returns. Such an iterator can still be read on; it then fetches each shard as
-        it needs it.
+        it needs it. A `with` block left by an exception (a Ctrl-C) does not wait: the fetches
+        in flight finish on their own, each file still appearing whole or not at all.
         """
         try:
             self._prefetchers.stop(max(stream.download_timeout for stream in self.streams))
@@ -416,5 +417,7 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
     def __enter__(self) -> StreamingDataset:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: Any) -> None:
+        if kind is not None:  # leaving on an error: stop fetching ahead without waiting
+            self._prefetchers.stop(0.0)
         self.close()

@@ -276,14 +276,19 @@ class Prefetchers:
 
     def __init__(self) -> None:
         self._running: weakref.WeakSet[Prefetcher] = weakref.WeakSet()
+        self._lock = threading.Lock()  # an iteration may start in another thread meanwhile
 
     def add(self, prefetcher: Prefetcher) -> None:
-        self._running.add(prefetcher)
+        with self._lock:
+            self._running.add(prefetcher)
 
     def stop(self, wait: float) -> None:
-        """Stop every one, waiting up to `wait` seconds in all for fetches in flight."""
+        """Stop every one and forget it, waiting up to `wait` seconds in all for fetches in
+        flight."""
         deadline = time.monotonic() + wait
-        for prefetcher in list(self._running):
+        with self._lock:
+            stopping, self._running = list(self._running), weakref.WeakSet()
+        for prefetcher in stopping:
             prefetcher.finish(wait=max(deadline - time.monotonic(), 0.0))
 
     def __len__(self) -> int:

@@ -247,6 +247,38 @@ def test_close_stops_fetching_ahead_for_an_iterator_left_open(
     assert sorted([first, *rest]) == list(range(1_000))
 
 
+def test_a_with_block_left_by_an_error_does_not_wait_for_fetches_in_flight(
+        make_ints: Callable[..., str], cache_dir: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C must not hang on a slow download: the fetch finishes on its own afterwards."""
+    remote = make_ints(range(100))
+    inside, done, release = threading.Event(), threading.Event(), threading.Event()
+    prepare = NodeCache.prepare
+
+    def stuck(self: NodeCache, shard: int, **kwargs: Any) -> bool:
+        if threading.current_thread().name != "shardstream-prefetch":
+            return prepare(self, shard, **kwargs)
+        inside.set()
+        release.wait(timeout=30)  # a slow link
+        try:
+            return prepare(self, shard, **kwargs)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(NodeCache, "prepare", stuck)
+    with pytest.raises(KeyError):
+        with StreamingDataset(remote=remote, local=cache_dir(), batch_size=5,
+                              predownload=100) as ds:
+            samples = iter(ds)
+            next(samples)
+            wait_until(lambda: inside.is_set() or None, timeout=30, what="a fetch in flight")
+            raise KeyError("interrupted")
+    assert not done.is_set()  # left without waiting for it
+    release.set()
+    wait_until(lambda: done.is_set() or None, timeout=30, what="the fetch to end on its own")
+    del samples
+
+
 def test_a_pickled_dataset_leaves_its_running_prefetchers_behind(
         ints30: str, cache_dir: Callable[[], str]) -> None:
     """What a spawned DataLoader worker gets: a copy with none of this process's iterations."""
