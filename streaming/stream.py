@@ -20,7 +20,7 @@ from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.dataset_config import StreamDefaults
 from streaming.errors import IndexFormatError
-from streaming.format.index import get_index_basename, naming_index
+from streaming.format.index import check_basename, get_index_basename, naming_index
 from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import list_files
 from streaming.format.shard_readers import ShardReaders, build_readers
@@ -33,6 +33,7 @@ from streaming.order.weighting import (
 )
 from streaming.plugins import TypedRegistry, create_registry
 from streaming.storage import open_store
+from streaming.storage.transfer import fetch
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
@@ -323,6 +324,26 @@ class Stream:
         before = shard.files.resident_bytes()
         prepare_shard_files(self.source(), shard.files)
         return shard.files.resident_bytes() - before
+
+    def _download_file(self, from_basename: str, to_basename: str | None = None) -> str:
+        """Fetch one file of this stream's remote into its cache directory, unless a file is
+        there already; returns its local path. The reference's hook, kept for subclasses that
+        fetch files of their own (shards are fetched by the node cache, not through this).
+
+        Raises:
+            ValueError: the file is not in the cache and the stream has no remote.
+            UnsafePathError: a name would resolve outside the stream's directories.
+        """
+        local = os.path.join(self.local_dir, check_basename(to_basename or from_basename))
+        if os.path.exists(local):
+            return local
+        store = self._open_store()
+        if store is None:
+            raise ValueError("In the absence of local dataset, path to remote dataset must be "
+                             "provided")
+        fetch(store, check_basename(from_basename), local, retries=self.download_retry,
+              timeout=self.download_timeout)
+        return local
 
     def set_up_local(self, shards: Sequence[Reader], cache_usage_per_shard: np.ndarray) -> None:
         """Reconcile the cache directory with the index; record bytes present per shard.

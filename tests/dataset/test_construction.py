@@ -7,6 +7,7 @@ import re
 import pytest
 
 from streaming import Stream, StreamingDataset
+from streaming.errors import UnsafePathError
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -85,3 +86,26 @@ def test_no_samples(tmp_path, cache_dir) -> None:
         pass
     with pytest.raises(RuntimeError, match="Stream contains no samples"):
         StreamingDataset(remote=out, local=cache_dir(), batch_size=1)
+
+
+def test_a_stream_fetches_a_file_of_its_own_as_the_reference_hook_does(ints30, cache_dir,
+                                                                        tmp_path) -> None:
+    """`Stream._download_file`: what a subclass fetching a sidecar file calls."""
+    with open(f"{ints30}/captions.txt", "w") as f:
+        f.write("hello")
+    local = cache_dir()
+    stream = Stream(remote=ints30, local=local, download_retry=1, download_timeout=10)
+    path = stream._download_file("captions.txt")
+    assert path == f"{local}/captions.txt" and open(path).read() == "hello"
+    with open(f"{ints30}/captions.txt", "w") as f:
+        f.write("changed")
+    assert open(stream._download_file("captions.txt")).read() == "hello"  # there: not fetched
+    renamed = stream._download_file("captions.txt", "renamed.txt")
+    assert renamed == f"{local}/renamed.txt" and open(renamed).read() == "changed"
+    with pytest.raises(FileNotFoundError):
+        stream._download_file("missing.txt")
+    with pytest.raises(UnsafePathError):
+        stream._download_file("../outside.txt")
+    (tmp_path / "lonely").mkdir()
+    with pytest.raises(ValueError, match="path to remote dataset must be provided"):
+        Stream(local=str(tmp_path / "lonely"))._download_file("captions.txt")
