@@ -31,6 +31,7 @@ from streaming.checkpoint import (
 from streaming.dataset_cache import CacheControls
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
+from streaming.dataset_lifecycle import Lifecycle
 from streaming.dataset_setup import (
     build_streams,
     check_limit,
@@ -71,7 +72,7 @@ def own_sample_read(dataset: StreamingDataset) -> Callable[[int], Any] | None:
     return None
 
 
-class StreamingDataset(CacheControls, Array, IterableDataset):
+class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     """A dataset streamed from one or more remote (or local) shard directories.
 
     Arguments, defaults and behaviour are MosaicML Streaming's; see the README and
@@ -395,29 +396,3 @@ class StreamingDataset(CacheControls, Array, IterableDataset):
             raise ValueError(f"`batch_size` must be a positive int, got {size!r}.")
         sample_ids, reads = self._epoch_reads()
         yield from iterate_batches(sample_ids, reads, self.predownload, size, drop_last)
-
-    # ------------------------------------------------------------------------- lifecycle
-
-    def close(self) -> None:
-        """Release shared memory and open shard mappings now (also done on garbage collection).
-
-        Iterators still open stop fetching ahead: fetches in flight are waited for (up to
-        the longest `download_timeout`), so nothing of this process writes into the cache once
-        `close()` returns. Such an iterator can still be read on; it then fetches each shard as
-        it needs it. A `with` block left by an exception (a Ctrl-C) does not wait: the fetches
-        in flight finish on their own, each file still appearing whole or not at all.
-        """
-        try:
-            self._prefetchers.stop(max(stream.download_timeout for stream in self.streams))
-            for shard in self.shards.built():
-                shard.close()
-        finally:  # even if a signal handler raises into us (torch's, on a killed worker)
-            self._namespace.close()
-
-    def __enter__(self) -> StreamingDataset:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *exc: Any) -> None:
-        if kind is not None:  # leaving on an error: stop fetching ahead without waiting
-            self._prefetchers.stop(0.0)
-        self.close()

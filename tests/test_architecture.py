@@ -15,7 +15,7 @@ DOC = ROOT / "docs" / "architecture.md"
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version"}
 PARTS = {"catalog", "iteration", "checkpoint", "dataset_config", "dataset_fields", "collate",
          "batch_columns", "batch_ring", "prefetch"}
-COMPOSITION = {"stream", "dataset", "dataset_setup", "dataset_cache", "loader", "local"}
+COMPOSITION = {"stream", "dataset", "dataset_setup", "dataset_cache", "dataset_lifecycle", "loader", "local"}
 TOP = {"merge", "convert", "cli", "__main__"}
 COMPAT = {"base", "vision", "text", "multimodal"}
 

@@ -398,3 +398,18 @@ def test_an_iterator_left_open_at_exit_finishes_quietly(tmp_path) -> None:
         assert done.returncode == 0, done.stderr
         assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, \
             done.stderr
+
+
+def test_on_exception_reraises_a_failed_futures_error(ints30: str,
+                                                       cache_dir: Callable[[], str]) -> None:
+    """The reference's future callback, for code that attaches it to futures of its own."""
+    from concurrent.futures import Future
+
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2) as ds:
+        ok: Future[int] = Future()
+        ok.set_result(1)
+        ds.on_exception(ok)
+        failed: Future[int] = Future()
+        failed.set_exception(OSError("disk gone"))
+        with pytest.raises(OSError, match="disk gone"):
+            ds.on_exception(failed)
