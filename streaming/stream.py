@@ -7,7 +7,6 @@ shard's files on request through `streaming.cache.prepare`. Weighting arithmetic
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import tempfile
@@ -370,7 +369,9 @@ class Stream:
         for i in todo:
             cache_usage_per_shard[i] = shards[i].set_up_local(listing, keep_zip)
         if len(tables) == 1 and tables[0] is not None and "parquet" in tables[0].formats:
-            drop_other_projections(shards, listing)
+            from streaming.format.parquet.reader import drop_other_projections
+
+            drop_other_projections(shards, listing)  # (only Parquet streams import it)
 
     def get_index_size(self) -> int:
         """Bytes of this stream's index.json (as loaded: the cached copy may not be written yet)."""
@@ -387,20 +388,6 @@ class Stream:
         state["_store"] = None  # stores rebuild their clients in the new process
         state["_pending_index"] = None  # the node's set-up is done before workers exist
         return state
-
-
-def drop_other_projections(shards: Sequence[Reader], listing: set[str]) -> None:
-    """Delete the cache copies of Parquet shards this stream does not read as they are (made
-    with another `columns=` than this time, all columns included): no reader counts them, so
-    they would fill the cache unseen."""
-    from streaming.format.parquet.reader import is_shard_copy  # only Parquet streams get here
-
-    wanted = {reader.files.path(info) for reader in shards for pair in reader.files.pairs
-              for info in pair if info is not None}
-    for path in listing:
-        if is_shard_copy(path) and path not in wanted:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
 
 
 streams_registry: TypedRegistry[type[Stream]] = create_registry(

@@ -13,9 +13,10 @@ one process-wide budget of decoded bytes (`budget`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,10 +28,10 @@ from streaming.format.parquet.decode import Column, decode_column
 from streaming.format.parquet.footer import footer_digest, merge_ranges, parse_footer
 from streaming.format.parquet.types import unsupported_reason
 from streaming.format.read_options import ReadOptions
-from streaming.format.reader import JointReader
+from streaming.format.reader import JointReader, Reader
 from streaming.format.shard_files import ShardFiles, SourceRanges
 
-__all__ = ["ParquetReader", "is_shard_copy", "projection_key"]
+__all__ = ["ParquetReader", "drop_other_projections", "is_shard_copy", "projection_key"]
 
 _COPY = re.compile(r"\.[0-9a-f]{12}\.rg\d+-\d+(\.c[0-9a-f]{8})?$")
 
@@ -39,6 +40,18 @@ def is_shard_copy(path: str) -> bool:
     """Whether a cache file is a shard's copy of its Parquet file: all columns
     (`<file>.<digest>.rg<a>-<b>`) or a projection's (`...rg<a>-<b>.c<projection_key>`)."""
     return _COPY.search(path) is not None
+
+
+def drop_other_projections(shards: Sequence[Reader], listing: set[str]) -> None:
+    """Delete the cache copies of Parquet shards a stream does not read as they are (made
+    with another `columns=` than this time, all columns included): no reader counts them, so
+    they would fill the cache unseen."""
+    wanted = {reader.files.path(info) for reader in shards for pair in reader.files.pairs
+              for info in pair if info is not None}
+    for path in listing:
+        if is_shard_copy(path) and path not in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
 
 
 def projection_key(columns: tuple[str, ...]) -> str:
