@@ -55,9 +55,10 @@ class RingBatch:
         slot: which slot of that worker's ring.
         name: the slot's shared-memory name; size: its bytes.
         arrays: (key, offset, dtype, shape) of each array column inside the slot.
-        blobs: (key, offset, lengths) of each column of `bytes` (or views, `bytes_as_views`)
-            inside the slot: its values back to back.
-        others: the other columns, already collated (strings, bytes, nested values).
+        blobs: (key, offset, lengths, text) of each column of `bytes` (or views,
+            `bytes_as_views`) or of `str` (UTF-8, `text` True) inside the slot: its values
+            back to back.
+        others: the other columns, already collated (mixed or nested values).
         order: every key, in the batch's column order.
     """
 
@@ -68,7 +69,7 @@ class RingBatch:
     arrays: tuple[tuple[str, int, str, tuple[int, ...]], ...]
     others: dict[str, Any]
     order: tuple[str, ...]
-    blobs: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    blobs: tuple[tuple[str, int, tuple[int, ...], bool], ...] = ()
 
 
 class WorkerRing:
@@ -103,9 +104,10 @@ class WorkerRing:
                 layout.append((key, total, value.dtype.str, tuple(value.shape)))
                 arrays.append(value)
                 total += -(-value.nbytes // _ALIGN) * _ALIGN
-            elif (lengths := _blob_lengths(value)) is not None:
-                blob_layout.append((key, total, lengths))
-                blobs.append(value)
+            elif (blob := _blob_column(value)) is not None:
+                values, lengths, text = blob
+                blob_layout.append((key, total, lengths, text))
+                blobs.append(values)
                 total += -(-sum(lengths) // _ALIGN) * _ALIGN
         if not arrays and not blobs:
             return collate_columns(batch)
@@ -116,9 +118,9 @@ class WorkerRing:
         for value, (_, offset, _, _) in zip(arrays, layout):
             target = buf[offset:offset + value.nbytes].view(value.dtype).reshape(value.shape)
             np.copyto(target, value, casting="no")
-        for values, (_, offset, lengths) in zip(blobs, blob_layout):
+        for values, (_, offset, lengths, _) in zip(blobs, blob_layout):
             _pack(block.buf, offset, values, lengths)
-        keys = {key for key, _, _, _ in layout} | {key for key, _, _ in blob_layout}
+        keys = {key for key, _, _, _ in layout} | {key for key, _, _, _ in blob_layout}
         others = collate_columns({k: v for k, v in batch.items() if k not in keys})
         return RingBatch(self._pid, slot, block.name, block.size, tuple(layout), others,
                          tuple(batch), tuple(blob_layout))
@@ -138,16 +140,22 @@ class WorkerRing:
         return block
 
 
-def _blob_lengths(value: Any) -> tuple[int, ...] | None:
-    """The byte length of each value of a column of `bytes` (or of views of bytes); None for
-    any other column.
+def _blob_column(value: Any) -> tuple[list[Any], tuple[int, ...], bool] | None:
+    """A column of `bytes`, of views of bytes or of `str` as the byte strings to pack, their
+    lengths and whether they are text; None for any other column.
 
     Such a column would otherwise be pickled through the worker's pipe: a copy into the pickle,
     one into and one out of the kernel's 64 KiB pipe buffer (two context switches each), and
-    one into the new `bytes`. Through the slot it is one copy in the worker, one in the loader.
+    one into the new object. Through the slot it is one copy in the worker, one in the loader
+    (text is encoded and decoded there instead, which costs less than pickling it).
     """
     if type(value) is not list or not value:
         return None
+    if type(value[0]) is str:
+        if any(type(item) is not str for item in value):
+            return None
+        encoded = [item.encode("utf-8", "surrogatepass") for item in value]
+        return encoded, tuple(map(len, encoded)), True
     lengths = []
     for item in value:
         kind = type(item)
@@ -157,7 +165,7 @@ def _blob_lengths(value: Any) -> tuple[int, ...] | None:
             lengths.append(item.nbytes)
         else:
             return None
-    return tuple(lengths)
+    return value, tuple(lengths), False
 
 
 def _pack(buf: mmap.mmap, offset: int, values: list[Any], lengths: tuple[int, ...]) -> None:
@@ -171,6 +179,20 @@ def _unpack(buf: mmap.mmap, offset: int, lengths: tuple[int, ...]) -> list[bytes
     for length in lengths:
         values.append(buf[offset:offset + length])  # a slice of a mapping is a new `bytes`
         offset += length
+    return values
+
+
+def _unpack_text(buf: mmap.mmap, offset: int, lengths: tuple[int, ...]) -> list[str]:
+    """The strings of a text column: decoded at once, then sliced by the byte lengths when
+    every character took one byte (ASCII text, the common case); else one by one."""
+    total = sum(lengths)
+    whole = str(buf[offset:offset + total], "utf-8", "surrogatepass")
+    if len(whole) != total:
+        return [value.decode("utf-8", "surrogatepass") for value in _unpack(buf, offset, lengths)]
+    values, at = [], 0
+    for length in lengths:
+        values.append(whole[at:at + length])
+        at += length
     return values
 
 
@@ -213,8 +235,8 @@ class RingReader:
             tensor = torch.empty(shape, dtype=torch_dtype_of(dtype))
             np.copyto(tensor.numpy(), source, casting="no")
             columns[name] = tensor
-        for name, offset, lengths in batch.blobs:
-            columns[name] = _unpack(block.buf, offset, lengths)
+        for name, offset, lengths, text in batch.blobs:
+            columns[name] = (_unpack_text if text else _unpack)(block.buf, offset, lengths)
         columns.update(batch.others)
         return {name: columns[name] for name in batch.order}
 

@@ -56,8 +56,28 @@ def test_tensors_are_copies_that_outlive_the_slot() -> None:
         reader.close()
 
 
-def test_batches_without_arrays_are_plain_collated() -> None:
-    assert WorkerRing(2)({"name": ["a", "b"]}) == {"name": ["a", "b"]}
+def test_batches_without_arrays_or_blobs_are_plain_collated() -> None:
+    got = WorkerRing(2)({"meta": [{"k": 1}, {"k": 2}], "maybe": ["a", None]})
+    assert not isinstance(got, RingBatch)
+    assert got["maybe"] == ["a", None] and got["meta"]["k"].tolist() == [1, 2]
+
+
+def test_text_columns_travel_in_the_slot_and_arrive_as_equal_strings() -> None:
+    """`str` columns are packed as UTF-8 (surrogates included, so any `str` round-trips) and
+    decoded in the loader: ASCII in one decode, other text one string at a time."""
+    ring, reader = WorkerRing(2), RingReader()
+    columns = [["plain", "", "ascii only"], ["caf\u00e9", "", "\U0001f600 x", "\ud800 lone"],
+               [""] * 3, ["x" * 70_000, "y"]]
+    try:
+        for texts in columns:
+            item = ring({"text": texts, "id": np.arange(len(texts))})
+            assert isinstance(item, RingBatch)
+            assert [(key, text) for key, _, _, text in item.blobs] == [("text", True)]
+            assert item.others == {}
+            got = reader.take(item)
+            assert got["text"] == texts and all(type(t) is str for t in got["text"])
+    finally:
+        reader.close()
 
 
 def test_bytes_and_views_columns_travel_in_the_slot_and_arrive_as_bytes() -> None:
@@ -78,8 +98,8 @@ def test_bytes_and_views_columns_travel_in_the_slot_and_arrive_as_bytes() -> Non
                      "view": views}
             item = ring(batch)
             assert isinstance(item, RingBatch)
-            assert [key for key, _, _ in item.blobs] == ["image", "view"]
-            assert set(item.others) == {"name"}  # nothing large goes through the pipe
+            assert [key for key, _, _, _ in item.blobs] == ["image", "name", "view"]
+            assert item.others == {}  # nothing goes through the pipe but the layout
             got = reader.take(item)
             assert list(got) == ["image", "label", "name", "view"]
             assert got["image"] == images and got["view"] == images
@@ -143,6 +163,32 @@ def test_images_through_the_ring_match_those_pickled(tmp_path, monkeypatch, view
     got = {int(label): image for batch in ours for label, image in
            zip(batch["label"].tolist(), batch["image"])}
     assert got == dict(enumerate(images))
+
+
+def test_text_through_the_ring_matches_text_pickled(tmp_path, monkeypatch) -> None:
+    from streaming import MDSWriter
+
+    rng = np.random.default_rng(5)
+    words = ["a", "bc", "caf\u00e9", "na\u00efve", "\u6f22\u5b57", "\U0001f600", "plain"]
+    texts = [" ".join(rng.choice(words, int(n))) for n in rng.integers(0, 400, 53)]
+    texts[7] = ""
+    data = str(tmp_path / "text")
+    with MDSWriter(out=data, columns={"text": "str", "id": "int"}, size_limit=1 << 14) as w:
+        for i, text in enumerate(texts):
+            w.write({"text": text, "id": i})
+    epochs = []
+    for ring in ("1", "0"):
+        monkeypatch.setenv("STREAMING_BATCH_RING", ring)
+        with StreamingDataset(local=data, batch_size=4) as ds:
+            loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=1)
+            epochs.append(list(loader))
+            loader.close()
+    ours, theirs = epochs
+    assert len(ours) == 14
+    for number, (x, y) in enumerate(zip(ours, theirs)):
+        _same(x, y, f"batch {number}")
+    got = {int(i): text for batch in ours for i, text in zip(batch["id"].tolist(), batch["text"])}
+    assert got == dict(enumerate(texts))
 
 
 @pytest.mark.parametrize("persistent", [False, True])
