@@ -83,11 +83,12 @@ def _lit_item(i: int) -> dict[str, Any]:
     return {"tokens": _STATE["tokens"][i], "id": i}
 
 
-def op_write_images(spec: dict[str, Any]) -> dict[str, Any]:
-    """The images workload of bench_format (100 KB random `bytes` + an int label)."""
+def op_write_workload(spec: dict[str, Any]) -> dict[str, Any]:
+    """A workload of bench_format by each library's writer: `images` (100 KB random `bytes` +
+    an int label) or `text` (about 2 KB of ASCII words + an int id)."""
     import _format_worker as fw
 
-    fw.make_inputs("images", spec["n"])
+    fw.make_inputs(spec["workload"], spec["n"])
     write = fw.litdata_write if spec["impl"] == "litdata" else fw.streaming_write
-    write("images", spec["n"], spec["out"])
+    write(spec["workload"], spec["n"], spec["out"])
     return {"n": spec["n"]}

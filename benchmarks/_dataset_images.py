@@ -1,5 +1,6 @@
-"""The images operations of bench_dataset's timed process: 100 KB images read through each
-library's dataset (`images`) and through its loader with workers (`images_loader`)."""
+"""The payload operations of bench_dataset's timed process: 100 KB images read through each
+library's dataset (`images`) and through its loader with workers (`images_loader`), and 2 KB
+texts through its loader (`text_loader`)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,25 @@ def op_images_loader(spec: dict[str, Any]) -> dict[str, Any]:
             acc ^= int(b["label"].sum())
             n += len(b["image"])
         return n, acc
+
+    result = _image_passes(spec, read)
+    shutil.rmtree(spec["local"], ignore_errors=True)
+    return result
+
+
+def op_text_loader(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every text through each library's loader with workers, each counted by the training
+    process (`len`, as a tokenizer would walk it): strings leave the workers as each library
+    sends batches."""
+    impl, batch, workers = spec["impl"], spec["batch"], spec["workers"]
+
+    def read(dataset: Any) -> tuple[int, int]:
+        loader = make_loader(impl, dataset, batch, workers)
+        n = chars = 0
+        for b in loader:
+            chars += sum(map(len, b["text"]))
+            n += len(b["text"])
+        return n, chars
 
     result = _image_passes(spec, read)
     shutil.rmtree(spec["local"], ignore_errors=True)

@@ -39,6 +39,8 @@ TARGETS = (
     # Not one of the issue's rows: the images through each library's loader, as users train.
     Target("images_loader", f"same, loader {WORKERS} workers, batch {IMAGES_BATCH}", "MB/s",
            1.5),
+    # Nor this one: 2 KB texts (a `str` column) through the loader.
+    Target("text_loader", f"2 KB texts, loader {WORKERS} workers, batch {BATCH}", "smp/s", 1.5),
     Target("direct", "tokens, one process (iterate dataset)", "smp/s", 1.5),
     Target("tiny_construct", "tiny shards: construct to first sample", "ms", 0.67),
     Target("tiny", "tiny shards: construct + full read", "smp/s", 1.5),
@@ -52,7 +54,7 @@ def metric(key: str, res: dict[str, Any] | None) -> float | None:
     """A row's number in its unit: samples/s, MB/s, milliseconds or megabytes."""
     if not res:
         return None
-    if key in ("loader", "shuffled", "direct", "tiny"):
+    if key in ("loader", "shuffled", "direct", "tiny", "text_loader"):
         return res["n"] / res["wall"]
     if key == "s3":
         return res["samples"] / res["wall"]

@@ -296,25 +296,25 @@ def op_memory(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 from _dataset_data import (  # noqa: E402
-    op_write_images,
     op_write_litdata,
     op_write_mds,
     op_write_synthetic,
+    op_write_workload,
 )
-from _dataset_images import op_images, op_images_loader  # noqa: E402
+from _dataset_images import op_images, op_images_loader, op_text_loader  # noqa: E402
 
 OPS = {"epoch": op_epoch, "first": op_first, "resume_save": op_resume_save, "resume": op_resume,
        "tiny": op_tiny, "tiny_floor": op_tiny_floor, "memory": op_memory, "images": op_images,
-       "images_loader": op_images_loader,
+       "images_loader": op_images_loader, "text_loader": op_text_loader,
        "floor_loader": op_floor_loader, "write_litdata": op_write_litdata,
        "write_mds": op_write_mds, "write_synthetic": op_write_synthetic,
-       "write_images": op_write_images}
+       "write_workload": op_write_workload}
 
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
     if spec["op"] in ("epoch", "resume_save", "resume", "tiny", "memory", "images",
-                      "images_loader"):
+                      "images_loader", "text_loader"):
         import_library(spec["impl"])
     result = OPS[spec["op"]](spec)
     print("RESULT " + json.dumps(result), flush=True)

@@ -25,12 +25,15 @@ from _dataset_libs import cpu_seconds
 TOKENS_PER_SAMPLE = 1024
 IMAGE_BYTES = 100_000
 IMAGE_POOL = 256  # distinct random payloads, cycled (content does not matter uncompressed)
+TEXT_POOL = 1_000  # distinct texts of about TEXT_CHARS ASCII characters (random words), cycled
+TEXT_CHARS = 2_000
 RANDOM_READS = 10_000
 SHARD_BYTES = 1 << 26  # the reference's default size_limit; litdata gets the same chunk size
 WORKLOADS = {
     "tokens": ({"tokens": "ndarray:uint16:1024", "id": "int"}, "tokens", "id"),
     "tokens_dyn": ({"tokens": "ndarray:uint16", "id": "int"}, "tokens", "id"),
     "images": ({"image": "bytes", "label": "int"}, "image", "label"),
+    "text": ({"text": "str", "id": "int"}, "text", "id"),
 }
 _INPUTS: dict[str, Any] = {}  # module global so litdata's forked workers see the inputs
 
@@ -55,6 +58,12 @@ def make_inputs(workload: str, n: int) -> None:
     rng = np.random.default_rng(1234)
     if workload == "images":
         _INPUTS["pool"] = [rng.bytes(IMAGE_BYTES) for _ in range(min(n, IMAGE_POOL))]
+    elif workload == "text":
+        letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", np.uint8)
+        words = [letters[rng.integers(0, 26, int(k))].tobytes().decode()
+                 for k in rng.integers(2, 10, 5_000)]
+        _INPUTS["pool"] = [" ".join(rng.choice(words, TEXT_CHARS // 6))
+                           for _ in range(min(n, TEXT_POOL))]
     else:
         _INPUTS["tokens"] = rng.integers(0, 50_000, (n, TOKENS_PER_SAMPLE), dtype=np.uint16)
 
@@ -63,6 +72,9 @@ def sample(workload: str, i: int) -> dict[str, Any]:
     if workload == "images":
         pool = _INPUTS["pool"]
         return {"image": pool[i % len(pool)], "label": i}
+    if workload == "text":
+        pool = _INPUTS["pool"]
+        return {"text": pool[i % len(pool)], "id": i}
     return {"tokens": _INPUTS["tokens"][i], "id": i}
 
 

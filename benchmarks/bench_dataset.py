@@ -41,12 +41,14 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dataset_work
 SIZES = {  # full, quick
     "tokens": (200_000, 20_000),  # samples of {tokens: uint16 x 1024, id: int}, 64 MiB shards
     "images": (20_000, 2_000),  # samples of {image: 100 KB bytes, label: int}, 64 MiB shards
+    "text": (100_000, 10_000),  # samples of {text: ~2 KB ASCII words, id: int}
     "tiny_shards": (5_000, 1_000),  # shards of TINY_PER_SHARD samples of uint16 x TINY_WIDTH
     "memory": ((1_000_000, 10_000_000), (1_000_000,)),  # int samples, MEMORY_PER_SHARD a shard
 }
 TINY_PER_SHARD, TINY_WIDTH = 10, 128
 MEMORY_PER_SHARD = 100_000
-ALL_ROWS = "loader,shuffled,s3,images,images_loader,direct,tiny,first,resume,memory"
+ALL_ROWS = ("loader,shuffled,s3,images,images_loader,text_loader,direct,tiny,first,resume,"
+            "memory")
 
 
 def call(python: str, impl: str, spec: dict[str, Any], workdir: str) -> dict[str, Any]:
@@ -107,8 +109,10 @@ class Bench:
                              "width": TINY_WIDTH, "chunk_samples": TINY_PER_SHARD,
                              "out": self.path("lit-tiny")}, "write tiny")
         for impl, prefix in (("ours", "mds"), ("litdata", "lit")):
-            self.run(impl, {"op": "write_images", "n": self.sizes["images"],
-                            "out": self.path(f"{prefix}-images")}, "write images")
+            for workload in ("images", "text"):
+                self.run(impl, {"op": "write_workload", "workload": workload,
+                                "n": self.sizes[workload],
+                                "out": self.path(f"{prefix}-{workload}")}, f"write {workload}")
         for n in self.sizes["memory"]:
             self.run("ours", {"op": "write_synthetic", "per_shard": MEMORY_PER_SHARD,
                               "shards": n // MEMORY_PER_SHARD,
@@ -197,6 +201,17 @@ class Bench:
             return None
         return res
 
+    def text_loader(self, impl: str) -> dict[str, Any] | None:
+        spec = {"op": "text_loader", "remote": self.remote(impl, "text"), "passes": self.repeat,
+                "local": self.path("cache", f"{impl}-text-loader"), "workers": WORKERS,
+                "batch": BATCH}
+        res = self.run(impl, spec, "text loader")
+        if res and res["n"] != self.sizes["text"]:
+            self.errors[f"{impl} text loader"] = (f"read {res['n']} texts, expected "
+                                                  f"{self.sizes['text']}")
+            return None
+        return res
+
     def floor_loader(self) -> dict[str, Any] | None:
         runs = [self.run("ours", {"op": "floor_loader", "workers": WORKERS, "batch": BATCH},
                          "floor loader") for _ in range(self.repeat)]
@@ -234,6 +249,7 @@ def run_rows(bench: Bench, only: set[str]) -> dict[str, dict[str, Any]]:
     ops = {"loader": lambda i: bench.epochs(i, "loader"),
            "shuffled": lambda i: bench.epochs(i, "loader", shuffle=True),
            "images": bench.images, "images_loader": bench.images_loader,
+           "text_loader": bench.text_loader,
            "direct": lambda i: bench.epochs(i, "direct"),
            "first": bench.first_batch, "resume": bench.resume, "tiny": bench.tiny}
     for impl in bench.pythons:
@@ -304,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{bench.repeat}")
     for impl in IMPLS:
         print(f"  {impl:<9} {pythons.get(impl, '-')}")
-    print(f"  images: {bench.sizes['images']:,} x 100 KB, warm cache, a new dataset per pass; "
+    print(f"  images: {bench.sizes['images']:,} x 100 KB, warm cache, a new dataset per pass "
+          f"(texts: {bench.sizes['text']:,} x ~2 KB of ASCII words, the same); "
           f"tiny shards: {bench.sizes['tiny_shards']:,} shards x {TINY_PER_SHARD} samples "
           f"(uint16 x {TINY_WIDTH} + id); litdata: chunk_size={TINY_PER_SHARD}, input_dir="
           "'local:<remote>' + cache_dir (it copies chunks into its cache like the others)")
