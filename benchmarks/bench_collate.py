@@ -1,11 +1,14 @@
 """The loader's batches: torch's `default_collate` against ours, same batches, same run.
 
-Four ways, each giving the same batches: `collate_fn=default_collate` (torch's, on per-sample
-dicts); `samples`, our column-wise `collate_samples` on per-sample dicts (the loader's default
+Four ways, each giving the same batches: `default_collate`, torch's on per-sample dicts (from a
+`collate_fn` of the user's that calls it: passing `default_collate` itself takes the batched
+path); `samples`, our column-wise `collate_samples` on per-sample dicts (the loader's default
 with `STREAMING_BATCHED=0`); `no ring`, batches read as columns straight from the shard
 (`StreamingDataset.batches`) sent as tensors torch shares (`STREAMING_BATCH_RING=0`); and
 `batched`, the default: the same batches sent through each worker's ring of reused
-shared-memory slots (`streaming.batch_ring`; with 0 workers there is no ring).
+shared-memory slots (`streaming.batch_ring`; with 0 workers there is no ring). Two more rows,
+2 workers each: `pin_memory=True` (torch ignores it on a machine without an accelerator, and
+the ring stays), and `collate_fn=default_collate` passed by name.
 
 200k samples of an int id + 64 int32 tokens (`--quick`: 50k), batch 256, through
 `StreamingDataLoader` with 0 and 2 workers, each configuration in a fresh process, best of 3.
@@ -37,6 +40,14 @@ def _write(root: str, samples: int) -> None:
             writer.write({"id": i, "tokens": np.full(64, i % 1000, np.int32)})
 
 
+def _users_collate(samples: list) -> dict:
+    """A `collate_fn` of the user's own that is torch's `default_collate` (by name, that one
+    would take the batched path)."""
+    from torch.utils.data import default_collate
+
+    return default_collate(samples)
+
+
 def worker(root: str, collate: str, workers: int) -> float:
     import warnings
 
@@ -45,10 +56,11 @@ def worker(root: str, collate: str, workers: int) -> float:
     from streaming import StreamingDataLoader, StreamingDataset
 
     warnings.simplefilter("ignore")  # default_collate warns once about read-only arrays
+    extra = {"torch": {"collate_fn": _users_collate}, "pinned": {"pin_memory": True},
+             "named": {"collate_fn": default_collate}}.get(collate, {})
     best = 0.0
     for _ in range(3):
         dataset = StreamingDataset(local=root, batch_size=256)
-        extra = {"collate_fn": default_collate} if collate == "torch" else {}
         loader = StreamingDataLoader(dataset, batch_size=256, num_workers=workers, **extra)
         start, count = time.perf_counter(), 0
         for batch in loader:
@@ -75,20 +87,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'workers':<9}{'default_collate':>17}{'samples':>11}{'no ring':>11}"
               f"{'batched':>11}{'batched/torch':>15}")
         for workers in (0, 2):
-            rates = {}
-            for collate, batched, ring in (("torch", "0", "0"), ("samples", "0", "0"),
-                                           ("no ring", "1", "0"), ("batched", "1", "1")):
-                env = dict(os.environ, PYTHONPATH=REPO, STREAMING_BATCHED=batched,
-                           STREAMING_BATCH_RING=ring)
-                proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
-                                       root, collate, str(workers)], capture_output=True,
-                                      text=True, env=env)
-                lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-                rates[collate] = json.loads(lines[-1][7:]) if lines else float("nan")
+            rates = {way: _run(root, way, workers, batched, ring)
+                     for way, batched, ring in (("torch", "0", "0"), ("samples", "0", "0"),
+                                                ("no ring", "1", "0"), ("batched", "1", "1"))}
             print(f"{workers:<9}{rates['torch']:>17,.0f}{rates['samples']:>11,.0f}"
                   f"{rates['no ring']:>11,.0f}{rates['batched']:>11,.0f}"
                   f"{rates['batched'] / rates['torch']:>14.2f}x")
+        # "before": what these options cost until the ninth session (no ring with pinning
+        # asked for; torch's default_collate on per-sample dicts when passed by name).
+        print("\n2 workers, samples/s (best of 3)      before        now")
+        pinned = (_run(root, "pinned", 2, "1", "0"), _run(root, "pinned", 2, "1", "1"))
+        named = (_run(root, "torch", 2, "0", "0"), _run(root, "named", 2, "1", "1"))
+        for label, (before, now) in (("pin_memory=True", pinned),
+                                     ("collate_fn=default_collate", named)):
+            print(f"{label:<32}{before:>12,.0f}{now:>11,.0f}")
     return 0
+
+
+def _run(root: str, way: str, workers: int, batched: str, ring: str) -> float:
+    """One configuration in a fresh process: its best samples/s."""
+    env = dict(os.environ, PYTHONPATH=REPO, STREAMING_BATCHED=batched, STREAMING_BATCH_RING=ring)
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", root, way,
+                           str(workers)], capture_output=True, text=True, env=env)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    return json.loads(lines[-1][7:]) if lines else float("nan")
 
 
 if __name__ == "__main__":
