@@ -358,6 +358,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
 
     def _epoch_reads(self) -> tuple[np.ndarray, EpochReads]:
         """Begin an epoch in this worker: its sample ids and how it reads them."""
+        self._ensure_open()
         unique = self._unique_world.detect_workers()
         if self.config.bytes_as_views and get_worker_info() is not None:
             pickle_views_as_bytes()  # what a DataLoader worker sends leaves as bytes

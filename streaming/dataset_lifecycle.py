@@ -1,7 +1,8 @@
 """`Lifecycle`: how a `StreamingDataset` ends, kept apart from how it is built and read.
 
 Closing stops this process's fetching ahead (waiting for the fetches in flight unless leaving on
-an error), closes the shard mappings and releases the node-shared memory. The reference's
+an error), closes the shard mappings and releases the node-shared memory; an epoch started
+afterwards is refused with a clear error (random access and sizes still work). The reference's
 `on_exception` future callback is kept for code that attaches it to futures of its own.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from streaming.errors import DatasetClosedError
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
@@ -44,6 +47,18 @@ class Lifecycle:
                 shard.close()
         finally:  # even if a signal handler raises into us (torch's, on a killed worker)
             self._namespace.close()
+
+    def _ensure_open(self) -> None:
+        """Refuse to start an epoch once this process closed the dataset.
+
+        Raises:
+            DatasetClosedError: it did.
+        """
+        if self._namespace.closed:
+            raise DatasetClosedError(
+                "This StreamingDataset was closed (close(), or the end of its `with` block), so "
+                "it cannot start an epoch; build a new StreamingDataset over the same "
+                "directories to read again.")
 
     def __enter__(self: _L) -> _L:
         return self

@@ -16,7 +16,8 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) timed out
     ├── RemoteUnreachableError (ConnectionError) a store's server refused or never answered
     ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
-    └── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
+    ├── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
+    └── DatasetClosedError (ValueError)      iterating a dataset after its close()
 
 Defined next to the code that raises them (and deriving from `StreamingError` all the same)::
 
@@ -86,6 +87,11 @@ class ConnectionDroppedError(StreamingError, ConnectionResetError):
 
 class TransferStalledError(StreamingError, TimeoutError):
     """A transfer received nothing for the stall timeout (a silently dead connection)."""
+
+
+class DatasetClosedError(StreamingError, ValueError):
+    """An epoch started on a dataset after its `close()` (as reading a closed file is a
+    `ValueError`); random access and sizes still work."""
 
 
 class RemoteUnavailableWarning(UserWarning):

@@ -413,3 +413,16 @@ def test_on_exception_reraises_a_failed_futures_error(ints30: str,
         failed.set_exception(OSError("disk gone"))
         with pytest.raises(OSError, match="disk gone"):
             ds.on_exception(failed)
+
+
+def test_a_closed_dataset_refuses_a_new_epoch_clearly(ints30: str,
+                                                       cache_dir: Callable[[], str]) -> None:
+    from streaming.errors import DatasetClosedError
+
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2)
+    ds.close()
+    with pytest.raises(DatasetClosedError, match="was closed"):
+        next(iter(ds))
+    with pytest.raises(ValueError, match="build a new StreamingDataset"):
+        next(ds.batches())
+    assert ds[7] == {"v": 7} and len(ds) == 30  # random access and sizes still work
