@@ -111,6 +111,12 @@ class EpochReads:
         if self.background is not None:
             self.background.add(prefetcher)
 
+    def settled(self, shard: int) -> bool:
+        """Whether `shard` is local and stays so until it is read (no cache limit that could
+        evict it meanwhile): preparing it ahead would do nothing, so the prefetcher need not
+        wait for the consumer to get near it."""
+        return self.cache.cache_limit is None and self.cache.is_local(shard)
+
     def prepare(self, shard: int) -> None:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
         self.cache.prepare(shard, blocking=False)

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from streaming import iteration
 from streaming.cache.node_cache import ReadingSlot
+from streaming.coord.wait import wait_until
 from streaming.iteration import EpochReads, drop_padding, first_uses, iterate_epoch, runs
 from streaming.metrics.counters import COLUMNS, Counters
+from streaming.prefetch import Prefetchers
 from streaming.spanner import Spanner
 
 
@@ -60,6 +62,7 @@ class FakeCache:
         self.progress = FakeArray(np.full(slots, -1, np.int64))
         self.access_times = FakeArray(np.zeros(num_shards, np.uint64))
         self.prepared: list[int] = []
+        self.cache_limit: int | None = None
         self.lock = threading.Lock()
         self.counters = Counters(np.zeros(len(COLUMNS)))  # the real bookkeeping, private
 
@@ -80,8 +83,8 @@ class FakeCache:
     def release_claim(self, shard: int) -> None:
         assert shard == self.claimed
 
-    def is_local(self, shard: int) -> bool:
-        return True
+    def is_local(self, shard: int) -> bool:  # local once prepared (none is to begin with)
+        return shard in self.prepared
 
     def egress(self) -> dict[str, Any]:
         return {"bytes": 1000 * len(self.prepared), "seconds": 0.0}
@@ -338,3 +341,25 @@ def test_bulk_reads_of_real_shards_equal_random_access(tmp_path: Any, fmt: str,
         seen = list(ds)
         assert sorted(s["a"] for s in seen) == list(range(300))
         assert [_plain(s) for s in seen] == [_plain(ds[s["a"]]) for s in seen]
+
+
+@pytest.mark.parametrize("limit", [None, 10**9])
+def test_a_warm_cache_leaves_the_prefetcher_nothing_to_wait_for(limit: int | None) -> None:
+    """Shards local already (no cache limit to evict them) are passed over at once, so the
+    prefetcher's threads end instead of polling the consumer's progress all epoch; under a
+    cache limit they wait as before (a shard may be evicted before its use)."""
+    reads, _, cache, _ = make_reads([50] * 6)
+    cache.prepared.extend(range(6))
+    cache.cache_limit = limit
+    running = Prefetchers()
+    reads.background = running
+    samples = iterate_epoch(np.arange(300, dtype=np.int64), reads, predownload=10)
+    next(samples)
+    (prefetcher,) = list(running._running)
+    if limit is None:
+        wait_until(lambda: not any(t.is_alive() for t in prefetcher.threads) or None,
+                   timeout=30, what="the prefetcher's threads to end")
+        assert set(cache.prepared[6:]) <= {0}  # (the fake grants the first shard's claim)
+    else:
+        assert any(t.is_alive() for t in prefetcher.threads)  # waiting for the consumer
+    assert len(list(samples)) == 299
