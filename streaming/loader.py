@@ -253,6 +253,8 @@ class StreamingDataLoader(DataLoader):
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
         self.num_samples_yielded = 0
         dataset = self._streaming_dataset()
+        if dataset is not None:
+            dataset._ensure_open()  # before any worker starts (theirs would find it released)
         if self.batched and not self.num_workers and dataset is not None:
             # In this process: the dataset yields batches only to the iterator made now.
             dataset._loader_batches = (self.batch_size, self.drop_last)

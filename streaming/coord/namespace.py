@@ -107,7 +107,9 @@ class Namespace:
     def _record(self) -> Record:
         record = read_record(self.state_dir, self.name)
         if record is None:
-            raise CoordinationError(f"Namespace {self.name} does not exist (already released)")
+            raise CoordinationError(
+                f"Namespace {self.name} does not exist (already released: the dataset was "
+                f"closed, or every process that used it ended, before this one attached)")
         return record
 
     def holders(self) -> list[int]:

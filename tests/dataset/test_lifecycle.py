@@ -426,3 +426,16 @@ def test_a_closed_dataset_refuses_a_new_epoch_clearly(ints30: str,
     with pytest.raises(ValueError, match="build a new StreamingDataset"):
         next(ds.batches())
     assert ds[7] == {"v": 7} and len(ds) == 30  # random access and sizes still work
+
+
+def test_a_loader_over_a_closed_dataset_refuses_before_starting_workers(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    from streaming.errors import DatasetClosedError
+
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2)
+    ds.close()
+    loader = StreamingDataLoader(ds, batch_size=2, num_workers=2)
+    batches = iter(loader)
+    with pytest.raises(DatasetClosedError, match="was closed"):
+        next(batches)
+    assert getattr(loader, "_current", None) is None  # no worker was started
