@@ -5,11 +5,13 @@ The prefetcher walks the worker's shards in first-use order and prepares each (d
 decompression, hash check: all off the consumer's thread) at most `window` samples ahead of the
 consumer. A shard already local, with no cache limit that could evict it before its use, is
 passed over at once: over a warm cache the threads end early instead of polling the consumer's
-progress all epoch (about 1% of an in-order read of 100 KB images). How many shards it prepares at once is not a fixed count: one at a time leaves a
-high-latency link idle between requests (many small shards from a far bucket), while several at
-once on a local copy only add contention. `LinkSizer` measures instead: it doubles the count while
-doing so raises the bytes per second fetched by a clear margin, and settles on the best count
-once it stops paying.
+progress all epoch (about 1% of an in-order read of 100 KB images).
+
+How many shards it prepares at once is not a fixed count: one at a time leaves a high-latency
+link idle between requests (many small shards from a far bucket), while several at once on a
+local copy only add contention. `LinkSizer` measures instead: it doubles the count while doing
+so raises the bytes per second fetched by a clear margin, and settles on the best count once it
+stops paying.
 """
 
 from __future__ import annotations
