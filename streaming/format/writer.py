@@ -23,57 +23,24 @@ from typing import Any
 
 import numpy as np
 
-from streaming.format.compression import compress, get_compression_extension, is_compression
+from streaming.errors import StreamingError
+from streaming.format.compression import compress, get_compression_extension
 from streaming.format.fileio import write_atomic
 from streaming.format.index import dump_index, get_index_basename
 from streaming.format.shard_readers import index_table
 from streaming.format.shard_table import TABLE_SUFFIX, table_bytes
-from streaming.hashing import get_hash, is_hash
+from streaming.format.writer_args import parse_compression, parse_hashes, parse_size_limit
+from streaming.hashing import get_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
-from streaming.units import bytes_to_int
 
-__all__ = ["JointWriter", "SplitWriter", "Writer"]
+__all__ = ["JointWriter", "MissingColumnError", "SplitWriter", "Writer"]
 
 logger = logging.getLogger(__name__)
 
 _WRITER_KWARGS = ("progress_bar", "max_workers", "retry", "exist_ok")
 _MAX_OFFSET = 2**32 - 1  # shard byte offsets are uint32
 _UINT32 = struct.Struct("<I")
-
-
-def parse_compression(compression: str | None) -> str | None:
-    """Falsy means none; anything else must be a known ``algo`` or ``algo:level`` string."""
-    compression = compression or None
-    if compression and not is_compression(compression):
-        raise ValueError(f"Invalid compression: {compression}.")
-    return compression
-
-
-def parse_hashes(hashes: Sequence[str] | None) -> list[str]:
-    """Hash algorithms must be known and given in sorted order (the index records the list)."""
-    hashes = hashes or []
-    if list(hashes) != sorted(hashes):
-        raise ValueError("Hashes must be unique and in sorted order.")
-    for algo in hashes:
-        if not is_hash(algo):
-            raise ValueError(f"Invalid hash: {algo}.")
-    return hashes  # type: ignore[return-value]  # kept as given: the reference records the caller's object in the config
-
-
-def parse_size_limit(size_limit: int | str | None) -> int | None:
-    """Falsy means one shard for everything; else bytes (``"64mb"`` allowed) below 2**32."""
-    if not size_limit:
-        return None
-    value = bytes_to_int(size_limit)
-    if value < 0:
-        raise ValueError(f"`size_limit` must be greater than zero, instead, found as {value}.")
-    if value >= 2**32:
-        raise ValueError(
-            f"`size_limit` must be less than 2**32, instead, found as {value}. This is because "
-            "sample byte offsets are stored with uint32."
-        )
-    return value
 
 
 def uint32_offsets(sizes: Sequence[int], start: int) -> bytes:
@@ -83,6 +50,21 @@ def uint32_offsets(sizes: Sequence[int], start: int) -> bytes:
     np.cumsum(np.asarray(sizes, np.int64), out=offsets[1:])
     offsets[1:] += start
     return offsets.astype("<u4").tobytes()
+
+
+class MissingColumnError(StreamingError, KeyError):
+    """A sample without a value for one of the writer's columns. Its `args` are the first
+    missing column's name alone, as the reference's bare `KeyError`; its text says more."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(column)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, re-raised here
+        return type(self), (self.args[0], self.message)
 
 
 class Writer(ABC):
@@ -172,7 +154,11 @@ class Writer(ABC):
         """
         if self._finished:
             raise RuntimeError("Cannot write to a writer that has already finished.")
-        parts, size = self.encode_parts(sample)
+        try:
+            parts, size = self.encode_parts(sample)
+        except KeyError:
+            self._check_columns(sample)  # a column missing: say which, not just its name
+            raise
         cost = size + self.extra_bytes_per_sample
         total = self.new_shard_size + cost
         limit = self.size_limit
@@ -183,6 +169,17 @@ class Writer(ABC):
         self._parts += parts
         self._sizes.append(size)
         self.new_shard_size += cost
+
+    def _check_columns(self, sample: Any) -> None:
+        """Raise `MissingColumnError` if `sample` lacks a column."""
+        columns = getattr(self, "columns", None) or {}
+        missing = [name for name in columns if name not in sample]
+        if missing:
+            raise MissingColumnError(
+                missing[0],
+                f"The sample has no value for column(s) {', '.join(map(repr, missing))}: this "
+                f"writer's columns are {', '.join(map(repr, columns))}; the sample's keys are "
+                f"{', '.join(map(repr, sample))}.") from None
 
     def _check_fits(self, cost: int) -> None:
         """Warn about (or, past uint32 offsets, refuse) a sample bigger than a whole shard."""

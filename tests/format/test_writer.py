@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 
 import pytest
 
-from streaming.format import JSONWriter, MDSWriter, load_readers
+from streaming import LocalDataset
+from streaming.format import CSVWriter, JSONWriter, MDSWriter, load_readers
 from streaming.format.compression import decompress
 from streaming.storage.sink import Sink, SinkError, open_sink
 
@@ -179,7 +181,7 @@ def test_bad_sample_errors(tmp_path) -> None:
                        out=str(tmp_path))
     with pytest.raises(KeyError) as info:
         writer.write({"a": 1, "n": b"abc"})
-    assert info.value.args == ("b",)
+    assert info.value.args == ("b",)  # as the reference's, with a clearer text (below)
     with pytest.raises(AttributeError, match="data should be of type"):
         writer.write({"a": "one", "b": 1, "n": b"abc"})
     with pytest.raises(KeyError, match=r"Unexpected data size; was this data typed with the "
@@ -231,3 +233,18 @@ def test_unknown_scheme_is_rejected(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"^Invalid Cloud provider prefix: foo\.$"):
         MDSWriter(columns=COLUMNS, out=(str(tmp_path / "x"), "foo://bucket/path"))
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("writer", [MDSWriter, JSONWriter, CSVWriter])
+def test_a_sample_missing_a_column_is_refused_naming_it(tmp_path, writer) -> None:
+    with writer(out=str(tmp_path / "out"), columns={"x": "int", "y": "str"}) as w:
+        w.write({"x": 1, "y": "a"})
+        with pytest.raises(KeyError, match="no value for column.s. 'y': this writer's columns "
+                                           "are 'x', 'y'; the sample's keys are 'x'"):
+            w.write({"x": 2})
+        w.write({"x": 3, "y": "c"})  # the writer goes on: nothing of the bad sample was kept
+        with pytest.raises(KeyError) as info:
+            w.write({})
+    again = pickle.loads(pickle.dumps(info.value))  # as a worker process sends it back
+    assert again.args == ("x",) and str(again) == str(info.value)
+    assert [s["x"] for s in LocalDataset(local=str(tmp_path / "out"))] == [1, 3]

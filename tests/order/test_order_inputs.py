@@ -49,7 +49,7 @@ def test_negative_partition_sizes_are_rejected(position: int) -> None:
      'A global batch size of 6 is not evenly divisible by the initial total number of devices'),
     (('orig', 16, 8, 32, 1, 1, 1), ValueError,
      r'could not broadcast input array from shape \(8,0\) into shape \(8,2\)'),
-    (('nope', 100, 1, 1, 1, 1, 1), KeyError, 'nope'),
+    (('nope', 100, 1, 1, 1, 1, 1), KeyError, "Unknown partition_algo 'nope'; known: orig"),
 ])
 def test_partition_errors(args: tuple, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
@@ -65,7 +65,7 @@ def test_partition_warns_instead_of_silent_repeats() -> None:
 
 
 def test_shuffle_errors() -> None:
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="Unknown shuffle_algo 'py3x'; known: naive, py1b"):
         get_shuffle('py3x', np.array([5]), 1, 0, 0)
     with pytest.raises(ValueError, match='number of samples assigned to a canonical node is 0'):
         get_shuffle('py1e', np.array([1], np.int64), 2, 0, 0)

@@ -80,7 +80,11 @@ def partition(algo: str, num_samples: int, num_canonical_nodes: int, num_physica
              workers_per_rank, batch_size, drop_first)
     _check_not_negative(sizes)
     _check_resumable(num_samples, num_physical_nodes, ranks_per_node, drop_first)
-    get = _TABLE_ALGOS[algo]
+    try:
+        get = _TABLE_ALGOS[algo]
+    except KeyError:
+        raise KeyError(f"Unknown partition_algo {algo!r}; known: "
+                       f"{', '.join(sorted(_TABLE_ALGOS))}") from None
     return get(*(int(x) for x in sizes), initial_physical_nodes, table=table)
 
 

@@ -46,4 +46,9 @@ def get_shuffle(algo: str, shard_sizes: NDArray[np.int64], num_canonical_nodes: 
     Raises:
         KeyError: unknown `algo`.
     """
-    return algos[algo](shard_sizes, num_canonical_nodes, seed, epoch, block_size)
+    try:
+        shuffle = algos[algo]
+    except KeyError:
+        raise KeyError(f"Unknown shuffle_algo {algo!r}; known: {', '.join(sorted(algos))}"
+                       ) from None
+    return shuffle(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
