@@ -190,25 +190,23 @@ class Bench:
         return res
 
     def images_loader(self, impl: str) -> dict[str, Any] | None:
-        spec = {"op": "images_loader", "remote": self.remote(impl, "images"),
-                "passes": self.repeat, "local": self.path("cache", f"{impl}-images-loader"),
-                "workers": WORKERS, "batch": IMAGES_BATCH,
-                "prime_bytes": self.sizes["images"] * IMAGE_BYTES * 5 // 4}
-        res = self.run(impl, spec, "images loader")
-        if res and res["n"] != self.sizes["images"]:
-            want = self.sizes["images"]
-            self.errors[f"{impl} images loader"] = f"read {res['n']} images, expected {want}"
-            return None
-        return res
+        return self._loader_row(impl, "images", IMAGES_BATCH,
+                                prime_bytes=self.sizes["images"] * IMAGE_BYTES * 5 // 4)
 
     def text_loader(self, impl: str) -> dict[str, Any] | None:
-        spec = {"op": "text_loader", "remote": self.remote(impl, "text"), "passes": self.repeat,
-                "local": self.path("cache", f"{impl}-text-loader"), "workers": WORKERS,
-                "batch": BATCH}
-        res = self.run(impl, spec, "text loader")
-        if res and res["n"] != self.sizes["text"]:
-            self.errors[f"{impl} text loader"] = (f"read {res['n']} texts, expected "
-                                                  f"{self.sizes['text']}")
+        return self._loader_row(impl, "text", BATCH)
+
+    def _loader_row(self, impl: str, workload: str, batch: int,
+                    **extra: Any) -> dict[str, Any] | None:
+        """Every sample of `workload` through `impl`'s loader with workers (op
+        `<workload>_loader`), checked to be all there."""
+        spec = {"op": f"{workload}_loader", "remote": self.remote(impl, workload),
+                "passes": self.repeat, "local": self.path("cache", f"{impl}-{workload}-loader"),
+                "workers": WORKERS, "batch": batch, **extra}
+        res = self.run(impl, spec, f"{workload} loader")
+        if res and res["n"] != self.sizes[workload]:
+            self.errors[f"{impl} {workload} loader"] = (
+                f"read {res['n']} samples, expected {self.sizes[workload]}")
             return None
         return res
 

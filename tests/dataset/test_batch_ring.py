@@ -138,6 +138,23 @@ def _run(data: str, monkeypatch, ring: str, **kwargs) -> list:
     return epochs
 
 
+def _ring_and_pickled_agree(data: str, monkeypatch, batches: int, **kwargs) -> list:
+    """One epoch of `data` through 2 workers with the ring and without it: the same `batches`
+    batches (dtype, shape, values); returns the ring's."""
+    epochs = []
+    for ring in ("1", "0"):
+        monkeypatch.setenv("STREAMING_BATCH_RING", ring)
+        with StreamingDataset(local=data, batch_size=4, **kwargs) as ds:
+            loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=1)
+            epochs.append(list(loader))
+            loader.close()
+    ours, theirs = epochs
+    assert len(ours) == len(theirs) == batches
+    for number, (x, y) in enumerate(zip(ours, theirs)):
+        _same(x, y, f"batch {number}")
+    return ours
+
+
 @pytest.mark.parametrize("views", [False, True])
 def test_images_through_the_ring_match_those_pickled(tmp_path, monkeypatch, views) -> None:
     from streaming import MDSWriter
@@ -149,17 +166,7 @@ def test_images_through_the_ring_match_those_pickled(tmp_path, monkeypatch, view
                    size_limit=1 << 18) as writer:
         for label, image in enumerate(images):
             writer.write({"image": image, "label": label})
-    epochs = []
-    for ring in ("1", "0"):
-        monkeypatch.setenv("STREAMING_BATCH_RING", ring)
-        with StreamingDataset(local=data, batch_size=4, bytes_as_views=views) as ds:
-            loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=1)
-            epochs.append(list(loader))
-            loader.close()
-    ours, theirs = epochs
-    assert len(ours) == 16
-    for number, (x, y) in enumerate(zip(ours, theirs)):
-        _same(x, y, f"batch {number}")
+    ours = _ring_and_pickled_agree(data, monkeypatch, 16, bytes_as_views=views)
     got = {int(label): image for batch in ours for label, image in
            zip(batch["label"].tolist(), batch["image"])}
     assert got == dict(enumerate(images))
@@ -176,17 +183,7 @@ def test_text_through_the_ring_matches_text_pickled(tmp_path, monkeypatch) -> No
     with MDSWriter(out=data, columns={"text": "str", "id": "int"}, size_limit=1 << 14) as w:
         for i, text in enumerate(texts):
             w.write({"text": text, "id": i})
-    epochs = []
-    for ring in ("1", "0"):
-        monkeypatch.setenv("STREAMING_BATCH_RING", ring)
-        with StreamingDataset(local=data, batch_size=4) as ds:
-            loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, prefetch_factor=1)
-            epochs.append(list(loader))
-            loader.close()
-    ours, theirs = epochs
-    assert len(ours) == 14
-    for number, (x, y) in enumerate(zip(ours, theirs)):
-        _same(x, y, f"batch {number}")
+    ours = _ring_and_pickled_agree(data, monkeypatch, 14)
     got = {int(i): text for batch in ours for i, text in zip(batch["id"].tolist(), batch["text"])}
     assert got == dict(enumerate(texts))
 
