@@ -65,5 +65,10 @@ class LocalDataset(Array, Dataset):
         return self.shards[shard_id].get_item(index_in_shard)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        kind = type(self)
+        if kind.__getitem__ is not LocalDataset.__getitem__:  # a subclass's transforms: as the
+            return map(self.__getitem__, range(self.num_samples))  # reference, through them
+        if kind.get_item is not LocalDataset.get_item:
+            return map(self.get_item, range(self.num_samples))
         # Chained in C: a sample passes through no Python frame of ours but its shard reader's.
         return chain.from_iterable(shard.iter_range() for shard in self.shards)

@@ -54,6 +54,24 @@ def test_iteration_is_in_order(dataset_dir) -> None:
     assert all(s["v"].tolist() == [s["id"], -s["id"]] for s in samples)
 
 
+class _ByGetitem(LocalDataset):
+    def __getitem__(self, at):
+        return {"tripled": 3 * super().__getitem__(at)["id"]}
+
+
+class _ByGetItem(LocalDataset):
+    def get_item(self, sample_id):
+        return {"tripled": 3 * super().get_item(sample_id)["id"]}
+
+
+@pytest.mark.parametrize("kind", [_ByGetitem, _ByGetItem])
+def test_a_subclass_transform_applies_when_iterating(dataset_dir, kind) -> None:
+    """As in the reference (no `__iter__` of its own: Python iterates through `__getitem__`)."""
+    ds = kind(str(dataset_dir), "train")
+    assert [s["tripled"] for s in ds] == [3 * i for i in range(100)]
+    assert ds[4] == {"tripled": 12}
+
+
 @pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")
 def test_works_in_a_dataloader(dataset_dir) -> None:
     ds = LocalDataset(str(dataset_dir), "train")
