@@ -6,12 +6,12 @@ Imports numpy only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Array"]
+__all__ = ["Array", "own_item_read"]
 
 
 class Array:
@@ -48,3 +48,16 @@ class Array:
         if isinstance(at, (list, np.ndarray)):
             return [self.__getitem__(sub) for sub in at]
         raise ValueError(f"Unsupported argument type passed to __getitem__: {type(at)}.")
+
+
+def own_item_read(array: Array, base: type[Array]) -> Callable[[int], Any] | None:
+    """A subclass's own read of one item, which iteration must go through so that transforms
+    put there apply (the reference iterates `self[i]`): its `__getitem__` if it overrides
+    `base`'s, else its `get_item` if it does; None when it overrides neither, and `base` may
+    read in bulk instead."""
+    kind = type(array)
+    if kind.__getitem__ is not base.__getitem__:
+        return array.__getitem__
+    if kind.get_item is not base.get_item:
+        return array.get_item
+    return None

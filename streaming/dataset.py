@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from torch.utils.data import IterableDataset, get_worker_info
 
-from streaming.array import Array
+from streaming.array import Array, own_item_read
 from streaming.cache.early_reads import early_reads_enabled
 from streaming.checkpoint import (
     Checkpoint,
@@ -61,15 +61,9 @@ log = logging.getLogger(__name__)
 
 
 def own_sample_read(dataset: StreamingDataset) -> Callable[[int], Any] | None:
-    """A subclass's own read of one sample, which iteration must go through (the reference
-    iterates `self[sample_id]`, so transforms added there apply): its `__getitem__`, else its
-    `get_item`; None for ours, which iteration reads in bulk instead."""
-    kind = type(dataset)
-    if kind.__getitem__ is not StreamingDataset.__getitem__:
-        return dataset.__getitem__
-    if kind.get_item is not StreamingDataset.get_item:
-        return dataset.get_item
-    return None
+    """A subclass's own read of one sample (`own_item_read`), or None for ours, which
+    iteration reads in bulk instead."""
+    return own_item_read(dataset, StreamingDataset)
 
 
 class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset
 
-from streaming.array import Array
+from streaming.array import Array, own_item_read
 from streaming.format import Reader, load_readers
 from streaming.format.read_options import ReadOptions
 from streaming.spanner import Spanner
@@ -65,10 +65,8 @@ class LocalDataset(Array, Dataset):
         return self.shards[shard_id].get_item(index_in_shard)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        kind = type(self)
-        if kind.__getitem__ is not LocalDataset.__getitem__:  # a subclass's transforms: as the
-            return map(self.__getitem__, range(self.num_samples))  # reference, through them
-        if kind.get_item is not LocalDataset.get_item:
-            return map(self.get_item, range(self.num_samples))
+        own = own_item_read(self, LocalDataset)
+        if own is not None:  # a subclass's transforms apply, as in the reference
+            return map(own, range(self.num_samples))
         # Chained in C: a sample passes through no Python frame of ours but its shard reader's.
         return chain.from_iterable(shard.iter_range() for shard in self.shards)
