@@ -176,7 +176,7 @@ class EpochReads:
 
     def read_columns(self, shard: int, indices: np.ndarray) -> dict[str, Any] | None:
         """Samples `indices` of `shard` as columns (see `MDSReader.read_columns`), or None
-        when the shard cannot give columns (another format, unequal sample layouts)."""
+        when the shard cannot give columns (JSONL and CSV shards)."""
         read = getattr(self.readers[shard], "read_columns", None)
         if read is None:
             return None

@@ -2,9 +2,8 @@
 
 Batches hold the same samples in the same order as iterating the dataset; as tensors they are
 what `default_collate` makes of those samples (type, dtype, shape, values) for every encoding
-family, from shards whose samples share one layout (gathered as columns) and from shards whose
-layouts differ (read sample by sample); the loader's batches and checkpoints match its
-per-sample path.
+family, from shards whose samples share one layout and from shards whose layouts differ (both
+gathered as columns); the loader's batches and checkpoints match its per-sample path.
 """
 
 from __future__ import annotations

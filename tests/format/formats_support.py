@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from streaming.format import load_readers
 from streaming.format.compression import decompress
@@ -59,3 +61,34 @@ def scratch_dir() -> Iterator[str]:
         yield out
     finally:
         shutil.rmtree(out)
+
+
+# A value strategy per MDS encoding, for datasets of random columns and samples.
+ENCODINGS = {
+    "int": st.integers(-2**63, 2**63 - 1),
+    "str": st.text(max_size=30),
+    "bytes": st.binary(max_size=40),
+    "uint16": st.integers(0, 2**16 - 1).map(np.uint16),
+    "float64": st.floats(allow_nan=False).map(np.float64),
+    "int8": st.integers(-128, 127).map(np.int8),
+    "str_int": st.integers(-10**30, 10**30),
+    "str_float": st.floats(allow_nan=False, allow_infinity=False),
+    "str_decimal": st.decimals(allow_nan=False, allow_infinity=False, places=3),
+    "json": st.dictionaries(st.text(max_size=5), st.integers(-100, 100), max_size=3),
+    "pkl": st.tuples(st.integers(), st.text(max_size=5)),
+    "ndarray": hnp.arrays(st.sampled_from([np.int32, np.float64, np.uint8]),
+                          hnp.array_shapes(max_dims=3, max_side=4)),
+    "ndarray:int32": hnp.arrays(np.int32, hnp.array_shapes(max_dims=2, max_side=6)),
+    "ndarray:float32:3,2": hnp.arrays(np.float32, (3, 2), elements=st.floats(-1e3, 1e3, width=32)),
+    "ndarray:uint16:8": hnp.arrays(np.uint16, (8,)),
+}
+
+
+@st.composite
+def datasets(draw: st.DrawFn) -> tuple[dict[str, str], list[dict]]:
+    names = draw(st.lists(st.sampled_from(sorted(ENCODINGS)), min_size=1, max_size=5,
+                          unique=True))
+    columns = {f"col_{enc}": enc for enc in names}
+    samples = draw(st.lists(st.fixed_dictionaries(
+        {f"col_{enc}": ENCODINGS[enc] for enc in names}), max_size=25))
+    return columns, samples

@@ -35,10 +35,11 @@ class Str(Encoding):
         return obj.encode("utf-8")
 
     def decode(self, data: bytes | memoryview) -> str:
-        try:
-            return data.decode()  # type: ignore[union-attr]  # bytes: the fastest path (UTF-8 is the default)
-        except AttributeError:  # a memoryview over a shard
-            return str(data, "utf-8")
+        # `bytes.decode` is the fastest for bytes (the pread path); a memoryview over a shard
+        # has no `decode`, and catching that AttributeError cost 3.5x the decoding itself.
+        if type(data) is bytes:
+            return data.decode()
+        return str(data, "utf-8")
 
 
 class StrEncoding(Encoding):

@@ -23,9 +23,6 @@ import numpy as np
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format.encodings import get_encoding, is_mds_encoding_safe
-from streaming.format.encodings.arrays import NDArray
-from streaming.format.encodings.base import Encoding
-from streaming.format.encodings.scalars import Int, Scalar
 from streaming.format.encodings.text import Bytes
 from streaming.format.fileio import (
     FileIdentity,
@@ -35,6 +32,7 @@ from streaming.format.fileio import (
     release,
 )
 from streaming.format.index import FileInfo
+from streaming.format.mds.gather import gather_rows, gather_varied
 from streaming.format.mds.large_reads import buffered_samples, pread_samples
 from streaming.format.mds.read_plan import PREAD_MIN, Column
 from streaming.format.reader import JointReader
@@ -61,19 +59,6 @@ def offsets_in_order(offsets: np.ndarray, samples: int, size: int) -> bool:
 def block_samples(mean_size: int) -> int:
     """Samples per sequential block: `_BLOCK_BYTES` worth of them, within ``[1, _BLOCK_MAX]``."""
     return max(1, min(_BLOCK_MAX, _BLOCK_BYTES // max(mean_size, 1)))
-
-
-# Decoders whose values, stacked, are exactly the typed view of their bytes (a user subclass
-# that overrides `decode` may return anything, so its columns are decoded value by value).
-_TAKEABLE_DECODERS = (Int.decode, Scalar.decode, NDArray.decode)
-_TENSOR_KINDS = "biufc"
-
-
-def _takeable(coder: Encoding, size: int) -> bool:
-    """Whether a column can be gathered as one array (see `MDSReader.read_columns`)."""
-    dtype = coder.fixed_dtype
-    return (dtype is not None and coder.size == size and dtype.isnative
-            and dtype.kind in _TENSOR_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
 
 
 class _ViewBytes(Bytes):
@@ -227,14 +212,13 @@ class MDSReader(JointReader):
         self._columns = None
         self._rows = None
 
-    def read_columns(self, indices: np.ndarray) -> dict[str, Any] | None:
-        """The samples at `indices` (any order, repeats allowed) as columns, or None when this
-        shard's samples are not all laid out alike (the caller then reads them one by one).
+    def read_columns(self, indices: np.ndarray) -> dict[str, Any]:
+        """The samples at `indices` (any order, repeats allowed) as columns (see `gather`).
 
         Fixed-size numeric columns (``int``, numpy scalars, fixed ``ndarray``) come back as one
-        array each, gathered with `np.take` from a zero-copy view of the shard's rows (one copy
-        per column, straight from the mapping); equal to stacking what `get_item` decodes.
-        Other columns are lists of decoded values.
+        array each, gathered from the mapping with one copy per column and no Python step per
+        sample; equal to stacking what `get_item` decodes. Other columns are lists of decoded
+        values.
 
         Raises:
             FileNotFoundError: the shard file is missing (callers fetch it and retry).
@@ -246,24 +230,12 @@ class MDSReader(JointReader):
             cached = self._rows = (state, self._uniform_rows(state))
         uniform = cached[1]
         if uniform is None:
-            return None
-        width, first, view = uniform.rows.shape[1], int(state.offsets[0]), state.view
-        columns: dict[str, Any] = {}
-        for column, pos, size in uniform.layout:
-            coder = column.coder
-            if _takeable(coder, size):
-                assert coder.fixed_dtype is not None
-                # Each value as one opaque item of `size` bytes, strided by the row width:
-                # fancy indexing then copies whole values (memcpy speed), not elements.
-                items = np.ndarray((self.samples,), np.dtype((np.void, size)), view,
-                                   first + pos, (width,))
-                shape = coder.fixed_shape if coder.fixed_shape is not None else ()
-                columns[column.name] = items[indices].view(coder.fixed_dtype).reshape(
-                    (len(indices), *shape))
-            else:  # value by value, from the mapping as `get_item` decodes them
-                starts = (first + pos + np.asarray(indices, np.int64) * width).tolist()
-                columns[column.name] = [coder.decode(view[a:a + size]) for a in starts]
-        return columns
+            columns = self._columns or self._plan()
+            return gather_varied(state.view, state.offsets, columns, self._head, indices,
+                                 partial(self._corrupt, self.raw_data))
+        rows = uniform.rows
+        return gather_rows(state.view, int(state.offsets[0]), rows.shape[1], self.samples,
+                           uniform.layout, indices)
 
     def _uniform_rows(self, state: _Mapped) -> _Rows | None:
         """The shard's rows and their shared layout, or None if sample layouts differ."""

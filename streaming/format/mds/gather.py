@@ -1,0 +1,118 @@
+"""Samples of an MDS shard gathered as columns: the batched read path (`MDSReader.read_columns`).
+
+A batch wants each column as one array (or one list), not a dict per sample. Both layouts of a
+shard are gathered with numpy, without a Python step per sample for fixed-size numbers:
+
+- `gather_rows`: every sample has the same layout (fixed-size columns, or variable ones that
+  happen to be equal), so the shard is a (samples, width) table and a column is a strided view
+  of it;
+- `gather_varied`: variable-size values (text, captions, token lists of any length) move every
+  later column. The length headers of the samples asked for are read at once, each column's
+  start in every sample follows by vector arithmetic, and a fixed-size column is gathered from
+  a view whose item `k` is the value that would start at byte `k` of the shard.
+
+Fixed-size numeric columns come back as one array each, equal to stacking what `get_item`
+decodes; any other column as the list of its decoded values. Pure: no I/O beyond the mapping.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from streaming.errors import ShardFormatError
+from streaming.format.encodings.arrays import NDArray
+from streaming.format.encodings.base import Encoding
+from streaming.format.encodings.scalars import Int, Scalar
+from streaming.format.mds.read_plan import Column
+
+__all__ = ["gather_rows", "gather_varied", "takeable"]
+
+Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
+Layout = Sequence[tuple[Column, int, int]]  # (column, position in the row, size)
+
+# Decoders whose values, stacked, are exactly the typed view of their bytes (a user subclass
+# that overrides `decode` may return anything, so its columns are decoded value by value).
+_TAKEABLE_DECODERS = (Int.decode, Scalar.decode, NDArray.decode)
+_TENSOR_KINDS = "biufc"
+
+
+def takeable(coder: Encoding, size: int) -> bool:
+    """Whether a column of values of `size` bytes can be gathered as one array."""
+    dtype = coder.fixed_dtype
+    return (dtype is not None and coder.size == size and dtype.isnative
+            and dtype.kind in _TENSOR_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
+
+
+def _typed(coder: Encoding, items: np.ndarray, count: int) -> np.ndarray:
+    """Gathered opaque items of a takeable column as its values' dtype and shape."""
+    assert coder.fixed_dtype is not None
+    shape = coder.fixed_shape if coder.fixed_shape is not None else ()
+    return items.view(coder.fixed_dtype).reshape((count, *shape))
+
+
+def gather_rows(view: memoryview, first: int, width: int, samples: int, layout: Layout,
+                indices: np.ndarray) -> dict[str, Any]:
+    """Samples `indices` of a shard whose `samples` rows of `width` bytes start at `first`."""
+    columns: dict[str, Any] = {}
+    for column, pos, size in layout:
+        coder = column.coder
+        if takeable(coder, size):
+            # Each value as one opaque item of `size` bytes, strided by the row width: fancy
+            # indexing then copies whole values (memcpy speed), not elements.
+            items = np.ndarray((samples,), np.dtype((np.void, size)), view, first + pos,
+                               (width,))
+            columns[column.name] = _typed(coder, items[indices], len(indices))
+        else:  # value by value, from the mapping as `get_item` decodes them
+            decode = coder.decode
+            starts = (first + pos + np.asarray(indices, np.int64) * width).tolist()
+            columns[column.name] = [decode(view[a:a + size]) for a in starts]
+    return columns
+
+
+def gather_varied(view: memoryview, offsets: np.ndarray, columns: list[Column],
+                  head: struct.Struct | None, indices: np.ndarray,
+                  corrupt: Corrupt) -> dict[str, Any]:
+    """Samples `indices` of a shard whose samples differ in layout (`offsets`: the shard's n + 1
+    sample offsets, checked in order and within the file).
+
+    Raises:
+        ShardFormatError: a sample's header and columns do not add up to its size.
+    """
+    rows = np.asarray(indices, np.int64)
+    count = len(rows)
+    starts = offsets[rows].astype(np.int64)
+    ends = offsets[rows + 1].astype(np.int64)
+    data = np.frombuffer(view, np.uint8)
+    head_size = head.size if head is not None else 0
+    lengths = None
+    if head_size:
+        if (ends - starts < head_size).any():
+            raise corrupt("a sample header is cut short.")
+        lengths = data[starts[:, None] + np.arange(head_size)].view("<u4").astype(np.int64)
+    places = []  # (column, start of its value in each sample, its size or sizes)
+    pos = starts + head_size
+    for column in columns:
+        size: int | np.ndarray = column.size if column.size is not None else (
+            lengths[:, column.slot])  # type: ignore[index]
+        places.append((column, pos, size))
+        pos = pos + size
+    if (pos != ends).any():
+        bad = int(np.flatnonzero(pos != ends)[0])
+        raise corrupt(f"a sample holds {int(ends[bad] - starts[bad])} bytes but its header "
+                      f"and columns take {int(pos[bad] - starts[bad])}.")
+    gathered: dict[str, Any] = {}
+    for column, begin, size in places:
+        coder, decode = column.coder, column.coder.decode
+        if isinstance(size, int) and takeable(coder, size):
+            # Item `k` of this view is the `size` bytes starting at byte `k` of the shard.
+            items = np.ndarray((len(data) - size + 1,), np.dtype((np.void, size)), view, 0,
+                               (1,))
+            gathered[column.name] = _typed(coder, items[begin], count)
+        else:
+            stops = (begin + size).tolist()
+            gathered[column.name] = [decode(view[a:b]) for a, b in zip(begin.tolist(), stops)]
+    return gathered
