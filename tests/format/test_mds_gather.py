@@ -93,3 +93,40 @@ def test_lengths_that_do_not_add_up_name_the_shard(tmp_path, value: int) -> None
         reader.read_columns(np.array([1, 3], np.int64))
     with pytest.raises(ShardFormatError):
         reader.get_item(3)
+
+
+def _write_mixed(out: str, n: int) -> None:
+    columns = {"id": "int", "s": "str", "b": "bytes", "f": "float32", "u": "uint8",
+               "v": "ndarray:int16:2", "t": "ndarray:uint16", "j": "json", "k": "str_int"}
+    with MDSWriter(columns=columns, out=out) as writer:
+        for i in range(n):
+            writer.write({"id": i, "s": "ü" * (i % 7), "b": bytes(i % 5), "f": np.float32(i / 3),
+                          "u": np.uint8(i % 256), "v": np.array([i, -i], np.int16),
+                          "t": np.arange(i % 4 + 1, dtype=np.uint16), "j": {"i": [i] * (i % 3)},
+                          "k": 10**20 + i})
+
+
+def test_in_order_blocks_of_ragged_samples_decode_as_get_item(tmp_path) -> None:
+    _write_mixed(str(tmp_path), 300)
+    reader = load_readers(str(tmp_path))[0]
+    want = [reader.get_item(i) for i in range(300)]
+    assert same(list(reader), want)
+    assert same(list(reader.iter_range(37, 250)), want[37:250])
+    assert same(list(reader.iter_range(250, 260)), want[250:260])  # a short run
+
+
+def test_in_order_read_of_a_bad_sample_yields_those_before_it(tmp_path) -> None:
+    _write_mixed(str(tmp_path), 300)
+    reader = load_readers(str(tmp_path))[0]
+    want = [reader.get_item(i) for i in range(100)]
+    path = tmp_path / "shard.00000.mds"
+    data = bytearray(path.read_bytes())
+    start = int.from_bytes(data[4 + 4 * 100:8 + 4 * 100], "little")
+    data[start:start + 4] = (10**6).to_bytes(4, "little")  # sample 100's first length
+    path.write_bytes(bytes(data))
+    reader = load_readers(str(tmp_path))[0]
+    got = []
+    with pytest.raises(ShardFormatError, match=r"shard\.00000\.mds"):
+        for sample in reader:
+            got.append(sample)
+    assert same(got, want)

@@ -9,7 +9,8 @@ shard are gathered with numpy, without a Python step per sample for fixed-size n
 - `gather_varied`: variable-size values (text, captions, token lists of any length) move every
   later column. The length headers of the samples asked for are read at once, each column's
   start in every sample follows by vector arithmetic, and a fixed-size column is gathered from
-  a view whose item `k` is the value that would start at byte `k` of the shard.
+  a view whose item `k` is the value that would start at byte `k` of the shard;
+- `varied_block`: the same placing for the in-order path, which yields a dict per sample.
 
 Fixed-size numeric columns come back as one array each, equal to stacking what `get_item`
 decodes; any other column as the list of its decoded values. Pure: no I/O beyond the mapping.
@@ -18,7 +19,7 @@ decodes; any other column as the list of its decoded values. Pure: no I/O beyond
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from streaming.format.encodings.base import Encoding
 from streaming.format.encodings.scalars import Int, Scalar
 from streaming.format.mds.read_plan import Column
 
-__all__ = ["gather_rows", "gather_varied", "takeable"]
+__all__ = ["gather_rows", "gather_varied", "takeable", "varied_block"]
 
 Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
 Layout = Sequence[tuple[Column, int, int]]  # (column, position in the row, size)
@@ -73,6 +74,38 @@ def gather_rows(view: memoryview, first: int, width: int, samples: int, layout: 
     return columns
 
 
+Places = list[tuple[Column, np.ndarray, "int | np.ndarray"]]  # (column, starts, size or sizes)
+
+
+def _place(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, columns: list[Column],
+           head: struct.Struct | None) -> tuple[Places, int | None]:
+    """Where each column's value starts in each sample (`starts`..`ends` of the shard bytes
+    `data`), read from the samples' length headers at once; and the position of the first
+    sample whose header and columns do not add up to its size (None when all do)."""
+    head_size = head.size if head is not None else 0
+    lengths = None
+    if head_size:
+        short = ends - starts < head_size
+        if short.any():
+            return [], int(np.flatnonzero(short)[0])
+        lengths = data[starts[:, None] + np.arange(head_size)].view("<u4").astype(np.int64)
+    places: Places = []
+    pos = starts + head_size
+    for column in columns:
+        size: int | np.ndarray = column.size if column.size is not None else (
+            lengths[:, column.slot])  # type: ignore[index]
+        places.append((column, pos, size))
+        pos = pos + size
+    wrong = pos != ends
+    return places, int(np.flatnonzero(wrong)[0]) if wrong.any() else None
+
+
+def _items(data: np.ndarray, view: memoryview, size: int) -> np.ndarray:
+    """A view whose item `k` is the `size` bytes starting at byte `k` of the shard: indexing
+    it with the starts of a column gathers the column's values (one memcpy each, in C)."""
+    return np.ndarray((len(data) - size + 1,), np.dtype((np.void, size)), view, 0, (1,))
+
+
 def gather_varied(view: memoryview, offsets: np.ndarray, columns: list[Column],
                   head: struct.Struct | None, indices: np.ndarray,
                   corrupt: Corrupt) -> dict[str, Any]:
@@ -87,32 +120,47 @@ def gather_varied(view: memoryview, offsets: np.ndarray, columns: list[Column],
     starts = offsets[rows].astype(np.int64)
     ends = offsets[rows + 1].astype(np.int64)
     data = np.frombuffer(view, np.uint8)
-    head_size = head.size if head is not None else 0
-    lengths = None
-    if head_size:
-        if (ends - starts < head_size).any():
+    places, bad = _place(data, starts, ends, columns, head)
+    if bad is not None:
+        if not places:
             raise corrupt("a sample header is cut short.")
-        lengths = data[starts[:, None] + np.arange(head_size)].view("<u4").astype(np.int64)
-    places = []  # (column, start of its value in each sample, its size or sizes)
-    pos = starts + head_size
-    for column in columns:
-        size: int | np.ndarray = column.size if column.size is not None else (
-            lengths[:, column.slot])  # type: ignore[index]
-        places.append((column, pos, size))
-        pos = pos + size
-    if (pos != ends).any():
-        bad = int(np.flatnonzero(pos != ends)[0])
+        total = sum(size if isinstance(size, int) else int(size[bad]) for _, _, size in places)
         raise corrupt(f"a sample holds {int(ends[bad] - starts[bad])} bytes but its header "
-                      f"and columns take {int(pos[bad] - starts[bad])}.")
+                      f"and columns take {total + (head.size if head else 0)}.")
     gathered: dict[str, Any] = {}
     for column, begin, size in places:
         coder, decode = column.coder, column.coder.decode
         if isinstance(size, int) and takeable(coder, size):
-            # Item `k` of this view is the `size` bytes starting at byte `k` of the shard.
-            items = np.ndarray((len(data) - size + 1,), np.dtype((np.void, size)), view, 0,
-                               (1,))
-            gathered[column.name] = _typed(coder, items[begin], count)
+            gathered[column.name] = _typed(coder, _items(data, view, size)[begin], count)
         else:
             stops = (begin + size).tolist()
             gathered[column.name] = [decode(view[a:b]) for a, b in zip(begin.tolist(), stops)]
     return gathered
+
+
+def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
+                 head: struct.Struct | None) -> Iterator[dict[str, Any]] | None:
+    """The samples between `offsets` (a run of a shard's sample offsets, in order), decoded in
+    order as `get_item` decodes them: fixed-size columns of the whole block in one
+    `decode_many` each, variable-size values lazily, one sample at a time (a block of large
+    values decoded up front would be copied far ahead of use, out of the CPU caches).
+
+    None when a sample's lengths do not add up: the caller decodes sample by sample, so the
+    samples before it are still read and the error names the one that is wrong.
+    """
+    data = np.frombuffer(view, np.uint8)
+    starts, ends = offsets[:-1], offsets[1:]
+    places, bad = _place(data, starts, ends, columns, head)
+    if bad is not None:
+        return None
+    names, values = [], []
+    for column, begin, size in places:
+        coder = column.coder
+        names.append(column.name)
+        if isinstance(size, int) and coder.fixed_dtype is not None and coder.size == size:
+            rows = _items(data, view, size)[begin].view(np.uint8).reshape(len(begin), size)
+            values.append(coder.decode_many(rows))
+        else:
+            stops = (begin + size).tolist()
+            values.append(map(coder.decode, [view[a:b] for a, b in zip(begin.tolist(), stops)]))
+    return (dict(zip(names, row)) for row in zip(*values))
