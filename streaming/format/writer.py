@@ -285,18 +285,25 @@ class Writer(ABC):
             self._clean_local()
 
     def _finish_after_error(self) -> None:
-        """Publish only the shards already complete, dropping the unfinished buffer.
+        """Keep every sample `write` accepted: flush the buffer as a last shard and publish the
+        index, as the reference does (a ``^C`` mid-conversion loses nothing written so far).
 
-        Improvement over the reference, which flushes the buffer and writes the index as if the
-        interrupted run had succeeded: here the index names only shards written before the
-        error, and is not published at all if a transfer failed. Never raises.
+        `write` buffers a sample only once it is wholly encoded, so the buffer never holds part
+        of one. If the last shard cannot be written either, the index names the shards written
+        before it; if a transfer failed, no index is published at all. Never raises: the
+        caller's exception is the one that matters.
         """
         if self._finished:
             return
         self._finished = True
-        self._reset_cache()
         try:
             self._check_sink()
+            if self._sizes:
+                try:
+                    self.flush_shard()
+                except Exception as err:  # the shards before it still get their index
+                    logger.error("Could not write the last shard after an error: %s", err)
+            self._reset_cache()
             self._write_index()
             self.cloud_writer.finish()
         except BaseException as err:  # the caller's exception is the one that matters

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streaming.format.index import get_index_basename, parse_index
+from streaming.format.index import get_index_basename, parse_index, read_index_objects
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
 from streaming.merge._locate import (
@@ -44,6 +44,8 @@ from streaming.merge._publish import _publish
 from streaming.storage.urls import split_out
 
 __all__ = ["MergeReport", "merge_index", "merge_partitions"]
+
+_ROOT_ITSELF = "it is the merged index of the output root itself"
 
 logger = logging.getLogger(__name__)
 
@@ -104,11 +106,18 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
                 continue
             prefix = _prefix_of(part, url, local, remote)
             if prefix in (None, "."):
-                report.skipped[str(url)] = "it is the merged index of the output root itself"
+                report.skipped[str(url)] = _ROOT_ITSELF
                 continue
-            shards += _prefixed(entries, prefix)
+            shards += _prefixed(read_index_objects(part.text, name), prefix)
             report.partitions.append(prefix)
             report.samples += sum(entry.samples for entry in entries)
+        failed = {url: why for url, why in report.skipped.items() if why != _ROOT_ITSELF}
+        if not shards and failed:
+            # An empty index would replace a good one (say, sub-datasets written locally and
+            # merged into a remote they were never uploaded to).
+            raise IncompletePartitionError(
+                f"merge_index: no sub-dataset under {out} could be merged, so no index was "
+                "written: " + "; ".join(f"{url}: {why}" for url, why in failed.items()))
         report.shards = len(shards)
         _publish(shards, local, remote, keep_local, temp_root, report)
     return report
@@ -139,6 +148,10 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60) 
     local side has it, else from the remote. Directories of shard files without an index
     (a writer that died), and sub-datasets whose files are incomplete, are skipped with a
     warning. With no sub-dataset at all nothing is written.
+
+    Raises:
+        IncompletePartitionError: sub-datasets were found but none is complete (nothing is
+            written: an empty index would replace the one there).
     """
     if not out:
         logger.warning("No MDS dataset folder specified, no index merged")
@@ -181,7 +194,7 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
       be complete, or nothing is written.
     - ``merge_index(out, keep_local=True, download_timeout=60)``: every sub-dataset found under
       `out` (a local dir, remote URL or ``(local, remote)``), in sorted order; incomplete ones
-      are skipped with a warning.
+      are skipped with a warning (if none is left, it raises and writes nothing).
 
     Shard file names get the sub-dataset's directory (relative to `out`) as prefix. The merged
     index replaces any earlier one atomically, so a merge can be re-run.

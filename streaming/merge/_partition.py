@@ -6,17 +6,18 @@ truncated (`IncompletePartitionError`), and rewrites shard names relative to the
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import posixpath
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from streaming.errors import StreamingError
-from streaming.format.index import FileInfo, ShardEntry
+from streaming.format.index import ShardEntry
 from streaming.merge._locate import IndexSource, _has_scheme, _open_store, _relative, _url_dir
 from streaming.storage import fetch
+
+_FILE_KEYS = ("raw_data", "zip_data", "raw_meta", "zip_meta")  # of an index entry
 
 
 class IncompletePartitionError(StreamingError, FileNotFoundError):
@@ -107,16 +108,19 @@ def _file_ok(part: _Partition, info: Any, present: set[str] | None) -> bool:
         return False
 
 
-def _prefixed(entries: list[ShardEntry], prefix: str) -> list[dict[str, Any]]:
-    """The entries as index.json objects, their files moved under `prefix`."""
-    def moved(info: FileInfo | None) -> FileInfo | None:
-        return None if info is None else dataclasses.replace(
-            info, basename=posixpath.join(prefix, info.basename))
-
-    return [dataclasses.replace(entry, raw_data=cast(FileInfo, moved(entry.raw_data)),
-                                zip_data=moved(entry.zip_data), raw_meta=moved(entry.raw_meta),
-                                zip_meta=moved(entry.zip_meta)).to_json()
-            for entry in entries]
+def _prefixed(objects: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """The sub-dataset's index objects with their files moved under `prefix`; everything else
+    as written, key order and unknown keys included (the merged index is the reference's
+    byte for byte)."""
+    moved = []
+    for obj in objects:
+        obj = dict(obj)
+        for key in _FILE_KEYS:
+            info = obj.get(key)
+            if isinstance(info, dict):
+                obj[key] = dict(info, basename=posixpath.join(prefix, info["basename"]))
+        moved.append(obj)
+    return moved
 
 
 def _prefix_of(part: _Partition, url: IndexSource, local: str | None,

@@ -42,6 +42,7 @@ def test_list_form_writes_the_reference_layout(parts: str) -> None:
     sub = read_index_objects(open(f"{parts}/p0/index.json").read())
     assert shards[0] == dict(sub[0], raw_data=dict(sub[0]["raw_data"],
                                                      basename="p0/shard.00000.mds"))
+    assert list(shards[0]) == list(sub[0])  # keys in the sub-index's order, as the reference
     assert [s["raw_data"]["basename"].split("/")[0] for s in shards] == ["p0"] * (
         len(shards) - 1) + ["p1"]
     assert _ids(parts) == list(range(12))
@@ -100,6 +101,25 @@ def test_root_form_with_nothing_to_merge_keeps_an_existing_index(tmp_path: Any,
     before = open(f"{root}/index.json").read()
     assert merge_root(root).partitions == []
     assert open(f"{root}/index.json").read() == before
+
+
+def test_root_form_never_replaces_an_index_with_an_empty_one(tmp_path: Any,
+                                                              write_mds: Callable[..., str]
+                                                              ) -> None:
+    """Sub-datasets written locally, merged into a remote they never reached: each is skipped
+    as incomplete there, and the remote's index must not become an empty one."""
+    local, remote = str(tmp_path / "local"), str(tmp_path / "remote")
+    write_mds(f"{local}/p0", range(3))
+    write_mds(f"{local}/p1", range(3, 7))
+    write_mds(remote, range(100, 102))  # what the remote held before
+    before = open(f"{remote}/index.json").read()
+    with pytest.warns(UserWarning, match="incomplete"):
+        with pytest.raises(FileNotFoundError, match="no sub-dataset .* could be merged"):
+            merge_index((local, remote))
+    assert open(f"{remote}/index.json").read() == before
+    assert not os.path.exists(f"{local}/index.json")
+    merge_index(local)  # the local side alone is complete
+    assert _ids(local) == list(range(7))
 
 
 @pytest.mark.parametrize("scheme", ["file://", ""])

@@ -159,21 +159,46 @@ def test_remote_same_as_local_is_kept(tmp_path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["index.json", "shard.00000.mds"]
 
 
-def test_exception_in_body_keeps_only_complete_shards(tmp_path) -> None:
+@pytest.mark.parametrize("limit", [300, None])  # the last shard half full / the only shard
+def test_exception_in_body_keeps_every_sample_written(tmp_path, limit) -> None:
+    with pytest.raises(RuntimeError, match="boom"):
+        with MDSWriter(columns=COLUMNS, out=str(tmp_path), size_limit=limit) as writer:
+            for i in range(100):
+                writer.write(sample(i))
+            raise RuntimeError("boom")
+    assert writer.new_samples == []
+    readers = load_readers(str(tmp_path))
+    files = sorted(n for n in os.listdir(tmp_path) if n != "index.json")
+    assert files == sorted(s["raw_data"]["basename"] for s in writer.shards)
+    assert [r for reader in readers for r in reader] == [sample(i) for i in range(100)]
+
+
+def test_a_bad_sample_keeps_the_samples_written_before_it(tmp_path) -> None:
+    with pytest.raises(KeyError):
+        with MDSWriter(columns=COLUMNS, out=str(tmp_path), size_limit=300) as writer:
+            for i in range(30):
+                writer.write(sample(i))
+            writer.write({"nope": 1})
+    readers = load_readers(str(tmp_path))
+    assert [r for reader in readers for r in reader] == [sample(i) for i in range(30)]
+
+
+def test_a_last_shard_that_cannot_be_written_leaves_the_earlier_ones_indexed(
+        tmp_path, monkeypatch) -> None:
     with pytest.raises(RuntimeError, match="boom"):
         with MDSWriter(columns=COLUMNS, out=str(tmp_path), size_limit=300) as writer:
             for i in range(100):
                 writer.write(sample(i))
+            monkeypatch.setattr(writer, "flush_shard", _disk_full)
             raise RuntimeError("boom")
-    complete = writer.shards
-    assert complete and writer.new_samples == []
     readers = load_readers(str(tmp_path))
-    assert [r.raw_data.basename for r in readers] == [s["raw_data"]["basename"] for s in complete]
-    files = sorted(n for n in os.listdir(tmp_path) if n != "index.json")
-    assert files == sorted(s["raw_data"]["basename"] for s in complete)
     total = sum(r.samples for r in readers)
     assert 0 < total < 100
     assert [r for reader in readers for r in reader] == [sample(i) for i in range(total)]
+
+
+def _disk_full() -> None:
+    raise OSError(28, "No space left on device")
 
 
 def test_bad_sample_errors(tmp_path) -> None:
