@@ -193,3 +193,17 @@ def test_instances_pickle_for_spawned_workers(name: str) -> None:
     coder = pickle.loads(pickle.dumps(enc.get_encoding(name)))
     assert type(coder) is type(enc.get_encoding(name))
     assert coder.size == enc.get_encoding(name).size
+
+
+def test_an_encoding_without_decode_fails_when_made() -> None:
+    """Abstract as the reference's: caught at registration, not at the first sample read."""
+    from streaming.format.encodings.base import Encoding
+
+    class EncodeOnly(Encoding):
+        def encode(self, obj: object) -> bytes:
+            return bytes(obj)  # type: ignore[call-overload]
+
+    with pytest.raises(TypeError, match="abstract"):
+        EncodeOnly()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="abstract"):
+        Encoding()  # type: ignore[abstract]

@@ -7,6 +7,7 @@ text, arrays, images, serialized, lists). Imports numpy only.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ class EncodingConfigError(StreamingError, ValueError, AssertionError):
     """
 
 
-class Encoding:
+class Encoding(ABC):
     """Turns one column value into bytes and back.
 
     Subclasses set `size` (bytes per value when fixed, else None). Encodings whose values are
@@ -32,6 +33,9 @@ class Encoding:
     attributes (an `ndarray:<dtype>:<shape>` instance knows its own). `struct_code` is the
     `struct` format character of a value whose `decode` is exactly ``struct.unpack('<' + code)``
     (a Python-native number), so a reader may decode several such values in one call.
+
+    Abstract, as the reference's: a subclass that forgets `encode` or `decode` fails when it is
+    instantiated (registered), not at the first sample written or read.
     """
 
     size: int | None = None
@@ -39,11 +43,13 @@ class Encoding:
     fixed_shape: tuple[int, ...] | None = None
     struct_code: str | None = None
 
+    @abstractmethod
     def encode(self, obj: Any) -> bytes:
-        raise NotImplementedError
+        """The bytes of `obj`."""
 
+    @abstractmethod
     def decode(self, data: bytes | memoryview) -> Any:
-        raise NotImplementedError
+        """The value of `data` (bytes, or a read-only view of a shard)."""
 
     def decode_many(self, rows: np.ndarray) -> Any:
         """Decode `n` fixed-size values at once.
