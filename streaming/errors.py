@@ -17,7 +17,9 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── RemoteUnreachableError (ConnectionError) a store's server refused or never answered
     ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
     ├── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
-    └── DatasetClosedError (ValueError)      iterating a dataset after its close()
+    ├── DatasetClosedError (ValueError)      iterating a dataset after its close()
+    ├── UnsupportedColumnError (TypeError, AssertionError) a writer's column it cannot write
+    └── ReservedCharacterError (ValueError, AssertionError) a CSV/TSV field with the separator
 
 Defined next to the code that raises them (and deriving from `StreamingError` all the same)::
 
@@ -93,6 +95,17 @@ class TransferStalledError(StreamingError, TimeoutError):
 class DatasetClosedError(StreamingError, ValueError):
     """An epoch started on a dataset after its `close()` (as reading a closed file is a
     `ValueError`); random access and sizes still work."""
+
+
+class UnsupportedColumnError(StreamingError, TypeError, AssertionError):
+    """A writer's column whose encoding it cannot write. A `TypeError` as the reference's for
+    an unknown name, and an `AssertionError` as its bare asserts for a malformed one
+    (``ndarray:foo``) or for the text formats' columns."""
+
+
+class ReservedCharacterError(StreamingError, ValueError, AssertionError):
+    """A CSV/TSV column name or value holding the separator or the newline (the reference's
+    bare assert, so also an `AssertionError`)."""
 
 
 class RemoteUnavailableWarning(UserWarning):

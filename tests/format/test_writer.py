@@ -10,6 +10,7 @@ import pickle
 import pytest
 
 from streaming import LocalDataset
+from streaming.errors import StreamingError
 from streaming.format import CSVWriter, JSONWriter, MDSWriter, load_readers
 from streaming.format.compression import decompress
 from streaming.storage.sink import Sink, SinkError, open_sink
@@ -273,3 +274,18 @@ def test_a_sample_missing_a_column_is_refused_naming_it(tmp_path, writer) -> Non
     again = pickle.loads(pickle.dumps(info.value))  # as a worker process sends it back
     assert again.args == ("x",) and str(again) == str(info.value)
     assert [s["x"] for s in LocalDataset(local=str(tmp_path / "out"))] == [1, 3]
+
+
+@pytest.mark.parametrize(("make", "reference_type"), [
+    (lambda out: MDSWriter(out=out, columns={"a": "ndarray:foo"}), AssertionError),
+    (lambda out: MDSWriter(out=out, columns={"a": "nope"}), TypeError),
+    (lambda out: JSONWriter(out=out, columns={"a": "bytes"}), AssertionError),
+    (lambda out: CSVWriter(out=out, columns={"a,b": "str"}), AssertionError),
+    (lambda out: CSVWriter(out=out, columns={"a": "str"}).write({"a": "x,y"}), AssertionError),
+], ids=["malformed ndarray", "unknown", "json bytes", "csv name", "csv value"])
+def test_column_errors_are_the_reference_types(tmp_path, make, reference_type) -> None:
+    """What the reference raised (bare asserts included), so its callers' `except`s still
+    catch ours; ours also say which column and why."""
+    with pytest.raises(reference_type) as info:
+        make(str(tmp_path / "out"))
+    assert isinstance(info.value, StreamingError) and "a" in str(info.value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from streaming.errors import UnsupportedColumnError
 from streaming.format.jsonl.encodings import _encodings, is_json_encoded, is_json_encoding
 from streaming.format.writer import SplitWriter
 
@@ -20,12 +21,12 @@ def check_text_columns(writer: str, columns: dict[str, str], valid: Any) -> None
     """Reject a column whose type is not one of the text formats' ``str``/``int``/``float``.
 
     Raises:
-        TypeError: names the column, its encoding and the supported ones (the reference only
-            had a bare assert here).
+        UnsupportedColumnError: names the column, its encoding and the supported ones (a
+            `TypeError`, and an `AssertionError` as the reference's bare assert here).
     """
     for name, encoding in columns.items():
         if not valid(encoding):
-            raise TypeError(
+            raise UnsupportedColumnError(
                 f"{writer} passed column `{name}` with encoding `{encoding}` is unsupported. "
                 f"Supported encodings are {sorted(_encodings)}"
             )

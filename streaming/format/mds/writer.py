@@ -13,6 +13,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings, is_mds_encoding
 from streaming.format.writer import JointWriter, uint32_offsets
 
@@ -32,13 +33,14 @@ def plan_columns(columns: dict[str, str]) -> list[_Column]:
     """Check every column's encoding and return the encoding plan in sorted-name order.
 
     Raises:
-        TypeError: the reference's message for an unsupported encoding.
+        UnsupportedColumnError: the reference's message for an unsupported encoding (a
+            `TypeError`, and an `AssertionError` as the reference's for a malformed one).
     """
     plan = []
     for name in sorted(columns):
         encoding = columns[name]
         if not is_mds_encoding(encoding):
-            raise TypeError(
+            raise UnsupportedColumnError(
                 f"MDSWriter passed column `{name}` with encoding `{encoding}` is unsupported. "
                 f"Supported encodings are {get_mds_encodings()}"
             )

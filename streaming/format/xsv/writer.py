@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streaming.errors import ReservedCharacterError
 from streaming.format.jsonl.writer import check_text_columns
 from streaming.format.writer import SplitWriter
 from streaming.format.xsv.encodings import _encodings, is_xsv_encoding
@@ -57,7 +58,8 @@ class XSVWriter(SplitWriter):
         """One line of encoded values (AttributeError on a wrongly typed value).
 
         Raises:
-            ValueError: a value contains the separator or the newline.
+            ReservedCharacterError: a value contains the separator or the newline (a
+                `ValueError` and an `AssertionError`, as the reference's bare assert).
         """
         separator, newline = self.separator, self.newline
         values = [encode(sample[name]) for name, encode in self._plan]
@@ -79,7 +81,7 @@ class XSVWriter(SplitWriter):
 
 def _check_field(text: str, separator: str, newline: str, what: str) -> None:
     if separator in text or newline in text:
-        raise ValueError(
+        raise ReservedCharacterError(
             f"{what} {text!r} contains the separator {separator!r} or the newline {newline!r}."
         )
 
