@@ -65,7 +65,8 @@ def collate_samples(batch: list[Any]) -> Any:
     for sample in batch:
         if type(sample) is not dict or sample.keys() != keys:
             return default_collate(batch)  # torch decides (and words) what happens
-    return _to_tensors({key: _column([sample[key] for sample in batch]) for key in keys})
+    return _to_tensors({key: _named_column(key, [sample[key] for sample in batch])
+                        for key in keys})
 
 
 def collate_columns(batch: dict[str, Any]) -> dict[str, Any]:
@@ -78,9 +79,9 @@ def collate_columns(batch: dict[str, Any]) -> dict[str, Any]:
             columns[key] = _Tensor(tuple(value.shape), torch_dtype_of(value.dtype), value,
                                    stack=False)
         elif isinstance(value, np.ndarray):  # torch refuses it: in torch's words
-            columns[key] = _column(list(value))
+            columns[key] = _named_column(key, list(value))
         else:
-            columns[key] = _column(value)
+            columns[key] = _named_column(key, value)
     return _to_tensors(columns)
 
 
@@ -135,6 +136,25 @@ def _to_tensors(columns: dict[str, Any]) -> dict[str, Any]:
         view = buffer[begin:begin + plan.nbytes].view(plan.dtype).view(plan.shape)
         columns[key] = plan.fill(view)
     return columns
+
+
+def _named_column(key: str, values: list[Any]) -> Any:
+    """`_column`, saying which column and what to do when torch cannot stack its arrays.
+
+    Raises:
+        RuntimeError: arrays of different shapes (ragged token lists, images of several
+            sizes): torch's own error type, and its words, which alone name neither.
+    """
+    try:
+        return _column(values)
+    except RuntimeError as err:
+        shapes = list(dict.fromkeys(getattr(value, "shape", None) for value in values))
+        if len(shapes) < 2 or not all(type(value) is np.ndarray for value in values):
+            raise
+        raise RuntimeError(
+            f"Column {key!r} holds arrays of different shapes ({shapes[0]}, {shapes[1]}, ...), "
+            "which default_collate cannot stack into one tensor. Pass a collate_fn that pads "
+            f"or packs them, or a fixed shape in the column's encoding. (torch: {err})") from err
 
 
 def _column(values: list[Any]) -> Any:

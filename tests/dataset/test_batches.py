@@ -312,3 +312,18 @@ def test_loader_resumes_mid_epoch_like_the_per_sample_path(tmp_path, monkeypatch
     seen, rest = run(True)
     assert run(False) == (seen, rest)
     assert sorted(seen + rest) == list(range(103))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_ragged_arrays_without_a_collate_fn_say_which_column(tmp_path, workers) -> None:
+    """torch cannot stack arrays of several shapes and its error names no column; ours does,
+    says what to do, and stays torch's RuntimeError (with torch's words in it)."""
+    local = str(tmp_path / "data")
+    with MDSWriter(out=local, columns={"id": "int", "tokens": "ndarray:uint16"}) as writer:
+        for i in range(16):
+            writer.write({"id": i, "tokens": np.arange(i % 3 + 1, dtype=np.uint16)})
+    dataset = StreamingDataset(local=local, batch_size=4)
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=workers)
+    with pytest.raises(RuntimeError, match=r"Column 'tokens' holds arrays of different shapes"):
+        next(iter(loader))
+    dataset.close()
