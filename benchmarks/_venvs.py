@@ -39,7 +39,8 @@ SPECS = {
         "reference",
         "STREAMING_BENCH_REFERENCE_PYTHON",
         (tuple(_TORCH_PAIR), ("mosaicml-streaming==0.13.0", "filelock<3.30")),
-        "import streaming, sys; sys.exit(streaming.__version__ != '0.13.0')",
+        "import streaming, sys; sys.exit(streaming.__version__ != '0.13.0'"
+        " or hasattr(streaming, '__shardstream_version__'))",
     ),
     "litdata": VenvSpec(
         "litdata",

@@ -14,7 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from streaming._version import __version__ as __version__
+from streaming._version import API_VERSION
+from streaming._version import __version__ as __shardstream_version__  # noqa: F401
+
+# The reference's version, whose API this package implements: code written against MosaicML
+# Streaming compares `streaming.__version__` to gate features. shardstream's own release is
+# `__shardstream_version__` (and the `shardstream` distribution's version).
+__version__ = API_VERSION
 
 # public name -> "module:attribute"; resolved on first access (PEP 562).
 _LAZY = {

@@ -172,8 +172,8 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
 
     def _set_worlds(self, replication: int | None) -> None:
         self._unique_world = World.detect()
-        self._parallel_world = (self._unique_world.replicate(replication) if replication
-                                else self._unique_world.copy())
+        self._parallel_world = (self._unique_world.replicate(replication)
+                                if replication is not None else self._unique_world.copy())
 
     def adopt_batch_size(self, batch_size: int) -> None:
         """Lay samples out for `batch_size` when the dataset was built without one.

@@ -7,6 +7,9 @@ monkeypatching through either path behave the same.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import subprocess
+import sys
 
 import pytest
 
@@ -211,12 +214,33 @@ def test_top_level_and_base_all() -> None:
         "LocalDataset", "MDSWriter", "TSVWriter", "XSVWriter"])
     for name in base.__all__:
         assert getattr(base, name) is getattr(streaming, name)
-    assert isinstance(streaming.__version__, str)
+    assert streaming.__version__ == "0.13.0"  # the reference's, which code gates on
+    assert streaming.__shardstream_version__ == importlib.metadata.version("shardstream")
 
 
 def test_subpackages_are_attributes() -> None:
     for name in ("vision", "text", "multimodal"):
         assert getattr(streaming, name) is importlib.import_module(f"streaming.{name}")
+
+
+def test_base_submodules_are_attributes_after_import_streaming() -> None:
+    """The reference imported every `streaming.base` module eagerly, so code reaches them as
+    attributes without importing them; ours import on that first lookup (a fresh interpreter:
+    nothing imported them before)."""
+    code = (
+        "import streaming\n"
+        "assert callable(streaming.base.util.clean_stale_shared_memory)\n"
+        "assert 'bytes' in streaming.base.format.mds.encodings.get_mds_encodings()\n"
+        "assert streaming.base.storage.upload.CloudUploader\n"
+        "assert streaming.base.shared.barrier and streaming.base.shuffle.py1e\n"
+        "assert streaming.base.dataset.NEXT_EPOCH == 'next_epoch'\n"
+        "for missing in ('nope', '__wrapped__'):\n"
+        "    assert not hasattr(streaming.base, missing)\n"
+        "    assert not hasattr(streaming.base.format, missing)\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 def test_converters_import_or_explain() -> None:

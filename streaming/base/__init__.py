@@ -1,9 +1,12 @@
-"""Old import path `streaming.base`: aliases of the top-level public classes, nothing else."""
+"""Old import path `streaming.base`: aliases of the top-level public classes; its submodules
+(`streaming.base.util`, ...) load on first attribute access (`_lazy`)."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from streaming.base._lazy import submodules
 
 _LAZY = {
     "StreamingDataLoader": "streaming.loader",
@@ -20,9 +23,12 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
+_submodule = submodules(__name__)
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'streaming.base' has no attribute {name!r}")
+    if name not in _LAZY:  # `streaming.base.util` and the like, as the reference's
+        return _submodule(name)
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from streaming._version import __version__
+from streaming._version import API_VERSION, __version__
 from streaming.cli.plan_commands import plan_command, simulate_command
 from streaming.cli.read_commands import head_command, inspect_command, validate_command
 from streaming.cli.tool_commands import bench_command, clean_command, doctor_command
@@ -14,7 +14,9 @@ __all__ = ["cli"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="streaming")
+@click.version_option(
+    __version__, prog_name="streaming",
+    message=f"%(prog)s (shardstream) %(version)s, MosaicML Streaming {API_VERSION} API")
 def cli() -> None:
     """shardstream: convert data to MDS shards, look at datasets, diagnose a loader.
 

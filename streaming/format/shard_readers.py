@@ -147,6 +147,17 @@ class ShardReaders(Sequence["Reader"]):
             reader = self._build(operator.index(index))
         return reader
 
+    # What code written against the reference's `dataset.shards` (a list) does with it besides
+    # indexing and iterating; each builds every reader, as that list held them all.
+    def copy(self) -> list[Reader]:
+        return list(self)
+
+    def __add__(self, other: Sequence[Reader]) -> list[Reader]:
+        return list(self) + list(other)
+
+    def __radd__(self, other: Sequence[Reader]) -> list[Reader]:
+        return list(other) + list(self)
+
     def _build(self, index: int) -> Reader:
         if index < 0:
             index += len(self._built)

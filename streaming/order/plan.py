@@ -14,6 +14,7 @@ Pure: no I/O, no torch, no globals.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -67,7 +68,9 @@ class OrderOptions:
         if self.batch_size is not None and self.batch_size <= 0:
             raise ValueError(
                 f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
-        if self.num_canonical_nodes is not None and self.num_canonical_nodes < 0:
+        nodes = self.num_canonical_nodes
+        if nodes is not None and (isinstance(nodes, bool) or nodes < 0
+                                  or not isinstance(nodes, numbers.Integral)):
             raise ValueError("`num_canonical_nodes` must be a positive integer, but got: "
                              f"{self.num_canonical_nodes}.")
         object.__setattr__(self, "epoch_size", check_epoch_size(self.epoch_size))

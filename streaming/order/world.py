@@ -7,6 +7,7 @@ torch imported lazily); everything else is plain arithmetic so tests can sweep a
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -112,6 +113,9 @@ class World:
         Raises:
             ValueError: `replication` is not positive or does not divide the number of ranks.
         """
+        if isinstance(replication, bool) or not isinstance(replication, numbers.Integral):
+            raise ValueError(f"Replication factor must be positive and a whole number of "
+                             f"ranks, got {replication!r}.")
         if replication <= 0:
             raise ValueError('Replication factor must be positive.')
         if self.num_ranks % replication:

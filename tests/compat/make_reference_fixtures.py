@@ -99,7 +99,7 @@ def main() -> None:
     """Regenerate every fixture case from scratch."""
     import streaming
 
-    if streaming.__version__ != "0.13.0":
+    if streaming.__version__ != "0.13.0" or hasattr(streaming, "__shardstream_version__"):
         raise SystemExit(f"needs mosaicml-streaming 0.13.0, found {streaming.__version__}")
     shutil.rmtree(DATA, ignore_errors=True)
     os.makedirs(DATA)

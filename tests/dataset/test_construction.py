@@ -17,6 +17,10 @@ from streaming.errors import UnsafePathError
     ({"batching_method": "x"}, "Invalid batching method: x"),
     ({"shuffle_seed": -1}, "`shuffle_seed` must be a non-negative integer"),
     ({"epoch_size": -5}, "Epoch size cannot be negative. Received -5."),
+    ({"num_canonical_nodes": 2.5}, "`num_canonical_nodes` must be a positive integer"),
+    ({"num_canonical_nodes": True}, "`num_canonical_nodes` must be a positive integer"),
+    ({"replication": 0}, "Replication factor must be positive"),
+    ({"replication": 1.5}, "Replication factor must be positive"),
 ])
 def test_bad_arguments(ints30, cache_dir, kwargs, message) -> None:
     base = {} if not kwargs else {"remote": ints30, "local": cache_dir()}

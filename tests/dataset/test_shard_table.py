@@ -68,6 +68,17 @@ def test_readers_are_built_only_for_shards_read(ints30, cache_dir):
         assert ds.shards[2] is ds.shards[2]  # one reader per shard, kept
 
 
+def test_shards_does_what_the_reference_list_did(ints30, cache_dir):
+    """The reference's `dataset.shards` was a list: code copies and concatenates it."""
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
+        shards = ds.shards
+        every = shards.copy()
+        assert type(every) is list and len(every) == len(shards) == 6
+        assert all(a is b for a, b in zip(every, shards))
+        assert shards + [] == every and [] + shards == every
+        assert shards.index(shards[3]) == 3 and shards[-1] is every[-1]
+
+
 def test_changed_index_replaces_the_table(tmp_path, cache_dir):
     remote = write_ints(str(tmp_path / "remote"), range(30))
     local = cache_dir()

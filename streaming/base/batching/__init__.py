@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.base._lazy import submodules
 from streaming.base.batching import device_per_stream, per_stream, random, stratified
 from streaming.base.batching._adapter import ReferenceEntry, reference_entry
 from streaming.base.batching.device_per_stream import generate_work_device_per_stream_batching
@@ -46,3 +47,5 @@ def generate_work(batching_method: str, dataset: Any, world: World, epoch: int,
         KeyError: unknown `batching_method`.
     """
     return batching_methods[batching_method](dataset, world, epoch, sample_in_epoch)
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly

@@ -5,6 +5,7 @@ Importing it needs pyspark; without it the ImportError names the extra to instal
 
 from __future__ import annotations
 
+from streaming.base._lazy import submodules
 from streaming.convert.spark import (
     SPARK_TO_MDS,
     dataframe_to_mds,
@@ -13,3 +14,5 @@ from streaming.convert.spark import (
 )
 
 __all__ = ["SPARK_TO_MDS", "dataframe_to_mds", "infer_dataframe_schema", "is_json_compatible"]
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly

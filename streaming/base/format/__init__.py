@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streaming.base._lazy import submodules
 from streaming.format import (
     CSVReader,
     CSVWriter,
@@ -37,3 +38,5 @@ __all__ = [
     "get_index_basename",
     "reader_from_json",
 ]
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streaming.base._lazy import submodules
 from streaming.base.partition import orig, relaxed
 from streaming.order.partition import (
     algos,
@@ -18,3 +19,5 @@ __all__ = [
     "orig",
     "relaxed",
 ]
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly

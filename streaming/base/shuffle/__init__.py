@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streaming.base._lazy import submodules
 from streaming.base.shuffle import naive, py1b, py1br, py1e, py1s, py2s
 from streaming.order.shuffle import (
     algos,
@@ -30,3 +31,5 @@ __all__ = [
     "py1s",
     "py2s",
 ]
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly

@@ -6,6 +6,7 @@ Aliases only; the implementations are thin adapters in `download` / `upload` ove
 
 from __future__ import annotations
 
+from streaming.base._lazy import submodules
 from streaming.base.storage.download import (
     AlipanDownloader,
     AzureDataLakeDownloader,
@@ -53,3 +54,5 @@ __all__ = [
     "AlipanDownloader",
     "LocalDownloader",
 ]
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streaming.base._lazy import submodules
 from streaming.format.xsv import (
     CSVReader,
     CSVWriter,
@@ -12,3 +13,5 @@ from streaming.format.xsv import (
 )
 
 __all__ = ["CSVReader", "CSVWriter", "TSVReader", "TSVWriter", "XSVReader", "XSVWriter"]
+
+__getattr__ = submodules(__name__)  # the reference imported them eagerly
