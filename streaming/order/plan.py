@@ -69,8 +69,8 @@ class OrderOptions:
             raise ValueError(
                 f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
         nodes = self.num_canonical_nodes
-        if nodes is not None and (isinstance(nodes, bool) or nodes < 0
-                                  or not isinstance(nodes, numbers.Integral)):
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(
+                nodes, numbers.Integral) or nodes < 0):
             raise ValueError("`num_canonical_nodes` must be a positive integer, but got: "
                              f"{self.num_canonical_nodes}.")
         object.__setattr__(self, "epoch_size", check_epoch_size(self.epoch_size))

@@ -78,16 +78,15 @@ Places = list[tuple[Column, np.ndarray, "int | np.ndarray"]]  # (column, starts,
 
 
 def _place(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, columns: list[Column],
-           head: struct.Struct | None) -> tuple[Places, int | None]:
+           head: struct.Struct | None) -> tuple[Places, str | None]:
     """Where each column's value starts in each sample (`starts`..`ends` of the shard bytes
-    `data`), read from the samples' length headers at once; and the position of the first
+    `data`), read from the samples' length headers at once; and what is wrong with the first
     sample whose header and columns do not add up to its size (None when all do)."""
     head_size = head.size if head is not None else 0
     lengths = None
     if head_size:
-        short = ends - starts < head_size
-        if short.any():
-            return [], int(np.flatnonzero(short)[0])
+        if (ends - starts < head_size).any():
+            return [], "a sample header is cut short."
         lengths = data[starts[:, None] + np.arange(head_size)].view("<u4").astype(np.int64)
     places: Places = []
     pos = starts + head_size
@@ -96,8 +95,17 @@ def _place(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, columns: list
             lengths[:, column.slot])  # type: ignore[index]
         places.append((column, pos, size))
         pos = pos + size
-    wrong = pos != ends
-    return places, int(np.flatnonzero(wrong)[0]) if wrong.any() else None
+    wrong = np.flatnonzero(pos != ends)
+    if not len(wrong):
+        return places, None
+    bad = int(wrong[0])
+    return places, (f"a sample holds {int(ends[bad] - starts[bad])} bytes but its header and "
+                    f"columns take {int(pos[bad] - starts[bad])}.")
+
+
+def _slices(view: memoryview, begin: np.ndarray, size: int | np.ndarray) -> list[memoryview]:
+    """Each sample's value of one column, as a view of the shard."""
+    return [view[a:b] for a, b in zip(begin.tolist(), (begin + size).tolist())]
 
 
 def _items(data: np.ndarray, view: memoryview, size: int) -> np.ndarray:
@@ -120,21 +128,16 @@ def gather_varied(view: memoryview, offsets: np.ndarray, columns: list[Column],
     starts = offsets[rows].astype(np.int64)
     ends = offsets[rows + 1].astype(np.int64)
     data = np.frombuffer(view, np.uint8)
-    places, bad = _place(data, starts, ends, columns, head)
-    if bad is not None:
-        if not places:
-            raise corrupt("a sample header is cut short.")
-        total = sum(size if isinstance(size, int) else int(size[bad]) for _, _, size in places)
-        raise corrupt(f"a sample holds {int(ends[bad] - starts[bad])} bytes but its header "
-                      f"and columns take {total + (head.size if head else 0)}.")
+    places, problem = _place(data, starts, ends, columns, head)
+    if problem is not None:
+        raise corrupt(problem)
     gathered: dict[str, Any] = {}
     for column, begin, size in places:
-        coder, decode = column.coder, column.coder.decode
+        coder = column.coder
         if isinstance(size, int) and takeable(coder, size):
             gathered[column.name] = _typed(coder, _items(data, view, size)[begin], count)
         else:
-            stops = (begin + size).tolist()
-            gathered[column.name] = [decode(view[a:b]) for a, b in zip(begin.tolist(), stops)]
+            gathered[column.name] = list(map(coder.decode, _slices(view, begin, size)))
     return gathered
 
 
@@ -150,8 +153,8 @@ def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
     """
     data = np.frombuffer(view, np.uint8)
     starts, ends = offsets[:-1], offsets[1:]
-    places, bad = _place(data, starts, ends, columns, head)
-    if bad is not None:
+    places, problem = _place(data, starts, ends, columns, head)
+    if problem is not None:
         return None
     names, values = [], []
     for column, begin, size in places:
@@ -161,6 +164,5 @@ def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
             rows = _items(data, view, size)[begin].view(np.uint8).reshape(len(begin), size)
             values.append(coder.decode_many(rows))
         else:
-            stops = (begin + size).tolist()
-            values.append(map(coder.decode, [view[a:b] for a, b in zip(begin.tolist(), stops)]))
+            values.append(map(coder.decode, _slices(view, begin, size)))
     return (dict(zip(names, row)) for row in zip(*values))
