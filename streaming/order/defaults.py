@@ -8,15 +8,35 @@ make the same decisions, and the `check_*` functions raise the reference's error
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import TypeVar
 
 __all__ = [
-    "BATCHING_METHODS", "SAMPLING_METHODS", "check_batching_method", "check_epoch_size",
+    "BATCHING_METHODS", "SAMPLING_METHODS", "algorithm", "check_batching_method",
+    "check_epoch_size",
     "check_sampling_granularity", "check_sampling_method", "check_shuffle_seed",
     "resolve_num_canonical_nodes", "resolve_predownload", "resolve_shuffle_block_size",
 ]
 
 SAMPLING_METHODS = ('balanced', 'fixed')
 BATCHING_METHODS = ('random', 'stratified', 'per_stream', 'device_per_stream')
+
+_Algo = TypeVar("_Algo")
+
+
+def algorithm(table: Mapping[str, _Algo], name: str, argument: str) -> _Algo:
+    """The algorithm `name` of `table`.
+
+    Raises:
+        KeyError: naming `argument` and the known names (a `KeyError`, as the reference's
+            bare dict lookup, raised at the same moment).
+    """
+    try:
+        return table[name]
+    except KeyError:
+        raise KeyError(f"Unknown {argument} {name!r}; known: {', '.join(sorted(table))}"
+                       ) from None
+
 
 # Shuffles whose units are whole shards: they want many canonical nodes per physical node.
 _SHARD_SHUFFLES = ('py1s', 'py2s')

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import algorithm
 from streaming.order.partition import orig, relaxed
 from streaming.order.partition.orig import Table, get_partitions_orig, partition_orig
 from streaming.order.partition.relaxed import get_partitions_relaxed, partition_relaxed
@@ -80,11 +81,7 @@ def partition(algo: str, num_samples: int, num_canonical_nodes: int, num_physica
              workers_per_rank, batch_size, drop_first)
     _check_not_negative(sizes)
     _check_resumable(num_samples, num_physical_nodes, ranks_per_node, drop_first)
-    try:
-        get = _TABLE_ALGOS[algo]
-    except KeyError:
-        raise KeyError(f"Unknown partition_algo {algo!r}; known: "
-                       f"{', '.join(sorted(_TABLE_ALGOS))}") from None
+    get = algorithm(_TABLE_ALGOS, algo, "partition_algo")
     return get(*(int(x) for x in sizes), initial_physical_nodes, table=table)
 
 

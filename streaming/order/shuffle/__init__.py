@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import algorithm
 from streaming.order.shuffle import naive, py1b, py1br, py1e, py1s, py2s
 from streaming.order.shuffle.naive import get_shuffle_naive
 from streaming.order.shuffle.py1b import get_shuffle_py1b
@@ -46,9 +47,5 @@ def get_shuffle(algo: str, shard_sizes: NDArray[np.int64], num_canonical_nodes: 
     Raises:
         KeyError: unknown `algo`.
     """
-    try:
-        shuffle = algos[algo]
-    except KeyError:
-        raise KeyError(f"Unknown shuffle_algo {algo!r}; known: {', '.join(sorted(algos))}"
-                       ) from None
+    shuffle = algorithm(algos, algo, "shuffle_algo")
     return shuffle(shard_sizes, num_canonical_nodes, seed, epoch, block_size)
