@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from streaming import StreamingDataLoader, StreamingDataset
+from streaming import StreamingDataLoader, StreamingDataset, batch_ring
 from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.coord.shm import block_exists, list_blocks
 from tests.dataset.conftest import write_ints
@@ -76,6 +76,28 @@ def test_text_columns_travel_in_the_slot_and_arrive_as_equal_strings() -> None:
             assert item.others == {}
             got = reader.take(item)
             assert got["text"] == texts and all(type(t) is str for t in got["text"])
+    finally:
+        reader.close()
+
+
+def test_text_columns_larger_than_a_decoding_chunk_arrive_whole_and_in_order() -> None:
+    """A text column is decoded a chunk (`_TEXT_CHUNK` bytes) at a time: values on both sides
+    of every chunk boundary, a value larger than a chunk, and chunks with and without
+    multi-byte characters all come back equal."""
+    rng = np.random.default_rng(7)
+    chunk = batch_ring._TEXT_CHUNK
+    texts = []
+    for k in range(600):
+        length = int(rng.integers(0, 900))
+        texts.append(("\u00e9" if k % 97 == 5 else "a") * length)
+    texts[300] = "z" * (3 * chunk + 1)  # alone in its own decode, larger than a chunk
+    texts[301] = ""
+    assert sum(len(t.encode()) for t in texts) > 5 * chunk
+    ring, reader = WorkerRing(2), RingReader()
+    try:
+        for batch in (texts, texts[:1], texts[299:303]):
+            got = reader.take(ring({"text": batch}))
+            assert got["text"] == batch
     finally:
         reader.close()
 
