@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from torch.utils.data import IterableDataset, get_worker_info
 
+from streaming.allocator import tune_for_batches
 from streaming.array import Array, own_item_read
 from streaming.cache.early_reads import early_reads_enabled
 from streaming.checkpoint import (
@@ -167,6 +168,9 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         self._cache.count_as_main(self._unique_world.rank_of_node)
         self._cache.counters.add_many({"index_load_seconds": loading,
                                        "index_loads": len(self.streams)})
+        # This process will receive batches (any loader's, `batches()`) and drop each at once:
+        # glibc must keep that memory for the next one, not fault it in again (`allocator`).
+        tune_for_batches()
 
     # ------------------------------------------------------------------------- construction
 

@@ -12,7 +12,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 
-LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version"}
+LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version",
+          "allocator"}
 PARTS = {"catalog", "iteration", "checkpoint", "dataset_config", "dataset_fields", "collate",
          "batch_columns", "batch_ring", "prefetch"}
 COMPOSITION = {"stream", "dataset", "dataset_setup", "dataset_cache", "dataset_lifecycle", "loader", "local"}
