@@ -2,12 +2,17 @@
 
 Reads the reference's environment once, when the store is opened: `S3_ENDPOINT_URL`,
 `S3_CANNED_ACL`, `MOSAICML_STREAMING_AWS_REQUESTER_PAYS`, and the standard `AWS_*` credentials
-(obstore reads those itself). With no credentials configured, reads that fail in the
-credential chain are retried once unsigned, as the reference does for public buckets.
+(obstore reads those itself). Like boto3, which the reference signs with, it also takes the
+keys and region of the profile in use (`AWS_PROFILE`, else `default`) from the shared files
+(`~/.aws/credentials`, `~/.aws/config`, or `AWS_SHARED_CREDENTIALS_FILE` / `AWS_CONFIG_FILE`);
+profiles without static keys (SSO, roles, `credential_process`) go through boto3 when it is
+installed. With no credentials configured, reads that fail in the credential chain are retried
+once unsigned, as the reference does for public buckets.
 """
 
 from __future__ import annotations
 
+import configparser
 import logging
 import os
 from pathlib import Path
@@ -66,19 +71,58 @@ def _has_credentials(config: dict[str, Any]) -> bool:
     return "access_key_id" in config or any(os.environ.get(name) for name in _CREDENTIAL_ENV)
 
 
+# A profile's settings that obtain credentials other than static keys: boto3 resolves them.
+_DYNAMIC_PROFILE_KEYS = ("role_arn", "credential_process", "sso_session", "sso_start_url",
+                         "web_identity_token_file", "credential_source")
+
+
+def shared_profile() -> dict[str, str]:
+    """The settings of the AWS profile in use (`AWS_PROFILE`, else `default`) in the shared
+    config and credentials files, as boto3 reads them (the credentials file wins); {} when
+    there are none. An unreadable or malformed file counts as absent, as boto3 skips it."""
+    name = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE") or "default"
+    config_path = os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config"
+    credentials_path = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or "~/.aws/credentials"
+    found: dict[str, str] = {}
+    for path, sections in ((config_path, (f"profile {name}", name) if name == "default"
+                            else (f"profile {name}",)),
+                           (credentials_path, (name,))):
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(os.path.expanduser(path))
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        for section in sections:
+            if parser.has_section(section):
+                found.update((key, value.strip()) for key, value in parser.items(section))
+    return found
+
+
 def s3_config(bucket: str, options: dict[str, Any]) -> dict[str, Any]:
-    """obstore S3 settings for `bucket` from `options` over the environment (read now, once)."""
+    """obstore S3 settings for `bucket` from `options` over the environment and the shared AWS
+    profile (read now, once), in boto3's order: arguments, then `AWS_*` variables, then the
+    profile."""
     config: dict[str, Any] = {}
     endpoint = options.pop("endpoint", None) or os.environ.get("S3_ENDPOINT_URL")
     if endpoint:
         config["endpoint"] = endpoint
         config["virtual_hosted_style_request"] = False
-    region = (options.pop("region", None) or os.environ.get("AWS_REGION")
-              or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-    config["region"] = region
     for key in ("access_key_id", "secret_access_key", "session_token"):
         if options.get(key):
             config[key] = options.pop(key)
+    region = (options.pop("region", None) or os.environ.get("AWS_REGION")
+              or os.environ.get("AWS_DEFAULT_REGION"))
+    explicit_keys = "access_key_id" in config or os.environ.get("AWS_ACCESS_KEY_ID")
+    if not region or not explicit_keys:
+        profile = shared_profile()
+        region = region or profile.get("region")
+        if not explicit_keys and profile.get("aws_access_key_id") and profile.get(
+                "aws_secret_access_key"):
+            config["access_key_id"] = profile["aws_access_key_id"]
+            config["secret_access_key"] = profile["aws_secret_access_key"]
+            if profile.get("aws_session_token"):
+                config["session_token"] = profile["aws_session_token"]
+    config["region"] = region or "us-east-1"
     if options.pop("requester_pays", _requester_pays(bucket)):
         config["request_payer"] = True
     if options.pop("skip_signature", False):
@@ -105,8 +149,10 @@ class S3Store(ObstoreBackedStore):
         self.canned_acl = options.pop("canned_acl", None) or os.environ.get("S3_CANNED_ACL")
         self._config = s3_config(self.bucket, options)
         # Decided now, in the opening process: a worker must sign exactly as its parent did.
-        self._use_profile = bool(os.environ.get("AWS_PROFILE")) and "access_key_id" not in (
-            self._config)
+        # boto3 resolves what static keys cannot say (a role, SSO, a credential process).
+        self._use_profile = "access_key_id" not in self._config and not os.environ.get(
+            "AWS_ACCESS_KEY_ID") and (bool(os.environ.get("AWS_PROFILE")) or any(
+                key in _DYNAMIC_PROFILE_KEYS for key in shared_profile()))
         self._may_go_unsigned = not (_has_credentials(self._config)
                                      or self._config.get("skip_signature"))
         endpoint = self._config.get("endpoint", "")
@@ -181,7 +227,7 @@ class S3Store(ObstoreBackedStore):
 
 
 def _profile_provider() -> Any:
-    """`AWS_PROFILE` credentials through boto3 when it is installed (obstore has no profiles)."""
+    """The profile's credentials through boto3 when it is installed (obstore has no profiles)."""
     try:
         import boto3
         from obstore.auth.boto3 import Boto3CredentialProvider

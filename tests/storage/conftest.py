@@ -5,6 +5,7 @@ A fixture skips with the reason when its server cannot run here; CI installs all
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from tests.storage import servers
 from tests.storage.servers import Server, Unavailable
 
-_SCRUBBED = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "S3_ENDPOINT_URL", "S3_CANNED_ACL", "GCS_KEY",
+_SCRUBBED = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "S3_ENDPOINT_URL", "S3_CANNED_ACL", "GCS_KEY",
              "GCS_SECRET", "STORAGE_EMULATOR_HOST", "AZURE_ACCOUNT_NAME",
              "AZURE_ACCOUNT_ACCESS_KEY", "AZURE_STORAGE_ENDPOINT", "GOOGLE_APPLICATION_CREDENTIALS",
              "MOSAICML_STREAMING_AWS_REQUESTER_PAYS",
@@ -29,6 +30,8 @@ def storage_env() -> Iterator[None]:
         mp.setenv("AWS_ACCESS_KEY_ID", "testing")
         mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
         mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)  # never this machine's profiles
+        mp.setenv("AWS_CONFIG_FILE", os.devnull)
         mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
         mp.setenv("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9")  # never the real IMDS address
         mp.setenv("NO_GCE_CHECK", "True")
