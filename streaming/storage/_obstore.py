@@ -9,6 +9,7 @@ decides how often to try.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -21,13 +22,25 @@ import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
 
 from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
+from streaming.errors import ConnectionDroppedError, RemoteUnreachableError, TransferStalledError
 from streaming.storage._forksafe import forksafe
-from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store
+from streaming.storage.base import (
+    AccessDeniedError,
+    ErrorKind,
+    MeteredWriter,
+    ObjectNotFoundError,
+    ProgressFn,
+    Store,
+)
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings"]
 
 _STREAM_CHUNK = IO_CHUNK_BYTES
 _KIND = re.compile(r"\bkind: (\w+)")
+# What S3 and Azure answer a listing of a bucket / container that does not exist.
+_MISSING_CONTAINER = re.compile(r"\b(NoSuchBucket|ContainerNotFound|status: 404\b)")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -252,6 +265,33 @@ class ObstoreBackedStore(Store):
     def upload(self, local_path: str, path: str) -> None:
         with self._errors(path):
             obstore.put(self._client(), path, Path(local_path))
+
+    @forksafe
+    def check_container(self) -> None:
+        """One listing request under the store's prefix: a missing bucket fails it. Refused
+        access passes (credentials may write without listing), and so does a server that cannot
+        be reached now (the uploads retry): either way the uploads will tell."""
+        try:
+            self._list_once()
+        except AccessDeniedError:
+            return
+        except (RemoteUnreachableError, ConnectionDroppedError, TransferStalledError) as err:
+            logger.warning("Could not check that the bucket of %s exists: %s", self.url, err)
+
+    def _list_once(self) -> None:
+        """The first page of a listing (raises ours: a missing bucket names it)."""
+        try:
+            with self._errors(""):
+                try:
+                    next(iter(obstore.list(self._client(), chunk_size=1)), None)
+                except GenericError as err:  # a listing's 404 is not mapped to NotFoundError
+                    if _MISSING_CONTAINER.search(str(err)):
+                        raise FileNotFoundError(str(err).split("\n", 1)[0]) from None
+                    raise
+        except ObjectNotFoundError:
+            raise ObjectNotFoundError(
+                f"The bucket of {self.url} does not exist (or these credentials cannot see "
+                "it).") from None
 
     @forksafe
     def list(self, prefix: str = "") -> list[str]:

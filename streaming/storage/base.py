@@ -204,6 +204,16 @@ class Store(ABC):
     def list(self, prefix: str = "") -> list[str]:
         """Sorted relative paths of every object (recursively) whose path starts with `prefix`."""
 
+    def check_container(self) -> None:
+        """Fail now if the bucket (container) this store lives in does not exist, so a writer
+        hears of a misspelt remote before its work, not when its first upload fails. Stores
+        without buckets (local folders, SFTP, read-only HTTP) have nothing to check.
+
+        Raises:
+            ObjectNotFoundError: the bucket does not exist (or these credentials cannot see it).
+        """
+        return None  # nothing to check where there is no bucket
+
     def exists(self, path: str) -> bool:
         """Whether an object exists at `path` (permission problems still raise)."""
         try:

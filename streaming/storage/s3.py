@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 from streaming.errors import RemoteUnreachableError
 from streaming.storage._forksafe import forksafe
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
-from streaming.storage.base import split_url
+from streaming.storage.base import AccessDeniedError, split_url
 from streaming.storage.messages import s3_not_found
 
 __all__ = ["S3Store", "S3Options"]
@@ -209,6 +209,26 @@ class S3Store(ObstoreBackedStore):
     @forksafe
     def list(self, prefix: str = "") -> list[str]:
         return self._unsigned_fallback(super().list, prefix)
+
+    @forksafe
+    def check_container(self) -> None:
+        """Also fails when no credentials were configured and the credential chain found none
+        (no instance role): uploads cannot go unsigned, so a writer would only fail at its
+        end (the reference's boto3 raises `NoCredentialsError` at once)."""
+        if not self._may_go_unsigned:
+            super().check_container()
+            return
+        try:
+            self._list_once()
+        except (UnauthenticatedError, GenericError, RemoteUnreachableError) as err:
+            raise AccessDeniedError(
+                f"No AWS credentials for {self.url}: set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, put keys in ~/.aws/credentials (AWS_PROFILE picks a "
+                "profile), or run where instance credentials exist. The credential chain "
+                f"said: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+            ) from None
+        except AccessDeniedError:
+            return
 
     def _unsigned_fallback(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         if not self._may_go_unsigned:

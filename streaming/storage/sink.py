@@ -59,6 +59,8 @@ class Sink:
     Raises:
         ValueError: ``Invalid Cloud provider prefix: <scheme>.`` for an unknown scheme, or a
             read-only remote.
+        ObjectNotFoundError: the remote's bucket does not exist (`Store.check_container`).
+        AccessDeniedError: an S3 remote and no AWS credentials anywhere.
     """
 
     def __init__(self, local: str, remote: str | None = None, *, keep_local: bool = False,
@@ -77,6 +79,7 @@ class Sink:
             if not self.store.supports_writes:
                 raise ValueError(f"Cannot write to {self.remote}: {type(self.store).__name__} "
                                  "is read-only")
+            self.store.check_container()  # a misspelt bucket fails now, not after the work
         self._max_workers = max_workers
         self._executor: ThreadPoolExecutor | None = None
         self._futures: list[Future[None]] = []
@@ -186,6 +189,8 @@ def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = N
     Raises:
         ValueError: `out` has the wrong shape, or names an unknown or read-only remote.
         FileExistsError: ``Directory is not empty: <dir>`` when not `exist_ok`.
+        ObjectNotFoundError: the remote's bucket does not exist.
+        AccessDeniedError: an S3 remote and no AWS credentials anywhere.
     """
     given, remote = split_out(out)
     created: str | None
