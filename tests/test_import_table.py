@@ -35,7 +35,9 @@ TABLE: dict[str, list[str]] = {
         "get_list_arg", "wait_for_file_to_exist", "bytes_to_int", "number_abbrev_to_int",
         "clean_stale_shared_memory", "get_import_exception_message", "merge_index", "retry",
         "_merge_index_from_list", "_merge_index_from_root", "_not_merged_index",
-        "_format_remote_index_files"],
+        "_format_remote_index_files",
+        # what the reference's module imported for itself, which code reached through it
+        "get_index_basename", "get_local_rank", "maybe_init_dist", "SHM_TO_CLEAN", "dist"],
     "streaming.base.compression": [
         "Compression", "LevelledCompression", "Brotli", "Bzip2", "Gzip", "Snappy", "Zstandard",
         "compress", "decompress", "get_compression_extension", "get_compressions",
@@ -132,14 +134,16 @@ HOMES: dict[str, list[str]] = {
     "streaming.base.spanner": ["streaming.spanner"],
     "streaming.base.world": ["streaming.order.world"],
     "streaming.base.util": ["streaming.units", "streaming.coord.cleanup", "streaming.base._retry",
-                            "streaming.base._compat", "streaming.merge"],
+                            "streaming.base._compat", "streaming.merge", "streaming.format.index",
+                            "streaming.base.distributed", "streaming.base.constant"],
     "streaming.base.compression": ["streaming.format.compression"],
     "streaming.base.hashing": ["streaming.hashing"],
     "streaming.base.sampling": ["streaming.order.sampling"],
     "streaming.base.registry_utils": ["streaming.plugins"],
 }
 # Alias names whose real object has another name.
-RENAMED = {("streaming.base.dataset", "_Iterator"): ("streaming.base._compat", "EpochCursor")}
+RENAMED = {("streaming.base.dataset", "_Iterator"): ("streaming.base._compat", "EpochCursor"),
+           ("streaming.base.util", "dist"): ("torch", "distributed")}
 
 
 def _case(module: str) -> object:
