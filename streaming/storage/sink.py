@@ -187,11 +187,14 @@ def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = N
         progress: called with the bytes of each file once it landed.
 
     Raises:
-        ValueError: `out` has the wrong shape, or names an unknown or read-only remote.
+        ValueError: `out` has the wrong shape, or names an unknown or read-only remote;
+            `max_workers` below 1 (with or without a remote, as the reference's pool).
         FileExistsError: ``Directory is not empty: <dir>`` when not `exist_ok`.
         ObjectNotFoundError: the remote's bucket does not exist.
         AccessDeniedError: an S3 remote and no AWS credentials anywhere.
     """
+    if max_workers is not None and not max_workers > 0:
+        raise ValueError(f"max_workers must be greater than 0, got {max_workers!r}.")
     given, remote = split_out(out)
     created: str | None
     if given is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,3 +124,15 @@ def test_canned_acl_is_sent_on_upload(moto_server: Server, tmp_path: Any,
     key = root.split("/", 3)[3] + "/a.bin"
     grants = moto_server.extra["boto"].get_object_acl(Bucket="shardstream", Key=key)["Grants"]
     assert any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in grants)
+
+
+@pytest.mark.parametrize("max_workers", [0, -1])
+@pytest.mark.parametrize("with_remote", [False, True])
+def test_no_transfer_threads_is_refused_when_the_writer_is_made(
+        tmp_path: Path, max_workers: int, with_remote: bool) -> None:
+    """As the reference's thread pool refuses it, remote or not, before any file exists."""
+    out = (str(tmp_path / "local"), str(tmp_path / "remote")) if with_remote else str(
+        tmp_path / "local")
+    with pytest.raises(ValueError, match="max_workers must be greater than 0"):
+        MDSWriter(out=out, columns={"x": "int"}, max_workers=max_workers)
+    assert not (tmp_path / "local").exists()
