@@ -17,6 +17,7 @@ __all__ = [
     "LEGACY_RE",
     "NAMESPACE_RE",
     "block_name",
+    "is_solo_job",
     "job_key",
     "local_index_path",
     "lock_path",
@@ -63,6 +64,12 @@ def job_key(env: Mapping[str, str], pid: int) -> str:
     return "|".join([*parts, f"node={node}"])
 
 
+def is_solo_job(job: str) -> bool:
+    """Whether a `job_key` names a single-process job (no peer ranks: every other process that
+    holds one of its datasets is one of its own workers)."""
+    return job.startswith("pid=")
+
+
 def namespace_name(
     locals_: Sequence[str],
     remotes: Sequence[str | None],
@@ -78,8 +85,9 @@ def namespace_name(
         remotes: The streams' remotes, paired with `locals_`.
         job: The job key from `job_key`.
         uid: The user id; in the name so users on one machine never collide.
-        instance: Disambiguates several local-only datasets over the same directories in one
-            process (the reference allows those); 0 for the first.
+        instance: The generation: how many datasets over these directories the process opened
+            before (0 for the first), so each rank's n-th dataset pairs with its peers' n-th
+            and never with an earlier one a slower rank still holds.
         scope: The state dir; processes that keep their records apart (different TMPDIR) must
             never share, or unlink, each other's blocks.
     """

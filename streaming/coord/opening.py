@@ -1,16 +1,19 @@
 """Opening a dataset's namespace: job-scoped naming, stale reclaim, "Reused local directory".
 
 `open_namespace` runs in every rank's dataset constructor. Under the per-user registry lock it
-derives the namespace name, reclaims it if all its holders are dead, attaches if another rank of
-the job holds it, and refuses local directories that another live dataset with a remote uses.
+derives the namespace name (directories, job, and the generation: the ranks' n-th datasets over
+those directories pair up), reclaims it if all its holders are dead, attaches if another rank of
+the job holds it, and refuses local directories that another live dataset with a remote uses;
+when that one is an earlier dataset that slower ranks of the same job still hold, it waits for
+them to drop it instead (as every rank does between two datasets over one cache).
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -18,7 +21,7 @@ from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
 from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT
-from streaming.coord.names import job_key, namespace_name
+from streaming.coord.names import is_solo_job, job_key, namespace_name
 from streaming.coord.namespace import Namespace
 from streaming.coord.records import (
     Record,
@@ -34,6 +37,9 @@ from streaming.coord.records import (
     write_record,
 )
 from streaming.coord.release import drain_pending
+from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
+from streaming.defaults import NODE_WAIT_TIMEOUT
+from streaming.errors import CoordinationError
 
 __all__ = ["check_self", "open_namespace"]
 
@@ -53,10 +59,33 @@ def _reused(ours: Sequence[str], theirs: Sequence[str], why: str) -> ValueError:
     )
 
 
-def _check_locals(
-    state_dir: str, name: str, locals_: Sequence[str], remotes: Sequence[str | None]
-) -> None:
-    """Refuse locals used by another live namespace when we have a remote; reclaim dead users."""
+class _SameProcess(ValueError):
+    """'Reused local directory' because of a dataset of this very process (maybe unreachable)."""
+
+    def __init__(self, ours: Sequence[str], theirs: Sequence[str], why: str) -> None:
+        super().__init__(str(_reused(ours, theirs, why)))
+
+
+class _PeersStillHold(CoordinationError):
+    """Other processes of this job still hold an earlier dataset over one of our directories
+    (caught by `open_namespace`, which waits for them)."""
+
+    def __init__(self, ours: Sequence[str], record: Record, local: str, pids: list[int]) -> None:
+        super().__init__(local)
+        self.ours, self.record, self.local, self.pids = list(ours), record, local, pids
+
+
+def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
+                  remotes: Sequence[str | None], job: str) -> None:
+    """Refuse locals used by another live namespace when we have a remote; reclaim dead users.
+
+    Raises:
+        _SameProcess: the other dataset is this process's (or its workers', in a job of one
+            process).
+        _PeersStillHold: other ranks of this job on this node still hold an earlier dataset
+            over the directory: `open_namespace` waits for them to drop it.
+        ValueError: it belongs to another live job.
+    """
     for local, remote in zip(locals_, remotes, strict=True):
         for other in local_users(state_dir, local):
             if other == name:
@@ -70,60 +99,53 @@ def _check_locals(
                 else:
                     remove_local_user(state_dir, local, other)
                 continue
-            if remote is not None:
-                raise _reused(
-                    locals_,
-                    record.locals if record else [local],
-                    f"{local!r} is the cache of another live dataset (namespace {other}, pids "
-                    f"{[h[0] for h in alive]}), and a dataset with a remote must not share its "
-                    f"local directory while that one is alive. Close it or let its job end first; "
-                    f"leftovers of dead jobs are reclaimed automatically.",
-                )
-
-
-class _SameProcess(ValueError):
-    """'Reused local directory' because of a dataset of this very process (maybe unreachable)."""
-
-    def __init__(self, ours: Sequence[str], theirs: Sequence[str], why: str) -> None:
-        super().__init__(str(_reused(ours, theirs, why)))
-
-
-def _choose(
-    state_dir: str, locals_: list[str], remotes: list[str | None], job: str, me: Identity
-) -> str:
-    """Pick, reclaim or create this dataset's namespace and register `me`; under the lock."""
-    entry = holder_entry(me)
-    for instance in itertools.count():
-        name = namespace_name(locals_, remotes, job, os.getuid(), instance, state_dir)
-        record = read_record(state_dir, name)
-        if record is not None:
-            alive = live_holders(record)
-            if not alive:
-                log.debug("Reclaiming stale namespace %s (all holders dead)", name)
-                reclaim(state_dir, record)
-            elif any(h[0] == me[0] for h in alive):  # this process already has such a dataset
-                if any(r is not None for r in remotes):
-                    raise _SameProcess(
-                        locals_,
-                        record.locals,
-                        f"This process already has a live dataset over them with a remote "
-                        f"(namespace {name}); close it or drop every reference to it first.",
-                    )
+            if remote is None or record is None:
                 continue
-            else:  # another rank of this job on this node created it: attach
-                record.holders = [*alive, entry]
-                write_record(state_dir, record)
-                return name
-        _check_locals(state_dir, name, locals_, remotes)
-        write_record(state_dir, Record(name, locals_, remotes, holders=[entry], job=job))
-        for local, remote in zip(locals_, remotes, strict=True):
-            add_local_user(state_dir, local, name, remote is not None)
-        return name
-    raise AssertionError("unreachable")  # pragma: no cover
+            pids = [h[0] for h in alive]
+            # Without peer ranks, other holders are our own (persistent) DataLoader workers.
+            if os.getpid() in pids or (record.job == job and is_solo_job(job)):
+                raise _SameProcess(
+                    locals_, record.locals,
+                    f"This process already has a live dataset over them with a remote "
+                    f"(namespace {other}, pids {pids}); close it or drop every reference to it "
+                    f"(and to its DataLoader) first.")
+            if record.job == job:
+                raise _PeersStillHold(locals_, record, local, pids)
+            raise _reused(
+                locals_, record.locals,
+                f"{local!r} is the cache of another live dataset (namespace {other}, pids "
+                f"{pids}), and a dataset with a remote must not share its local directory while "
+                f"that one is alive. Close it or let its job end first; leftovers of dead jobs "
+                f"are reclaimed automatically.")
+
+
+def _choose(state_dir: str, locals_: list[str], remotes: list[str | None], job: str,
+            me: Identity, generation: int) -> str:
+    """Attach to or create this dataset's namespace and register `me`; under the lock.
+
+    The name includes the generation (how many datasets over these directories this process
+    opened before), so the ranks of a node pair up their n-th datasets: one built after an
+    earlier one was dropped never adopts what a slower rank still holds of the earlier one.
+    """
+    name = namespace_name(locals_, remotes, job, os.getuid(), generation, state_dir)
+    record = read_record(state_dir, name)
+    if record is not None:
+        alive = live_holders(record)
+        if alive:  # another rank of this job on this node created it: attach
+            record.holders = [*alive, holder_entry(me)]
+            write_record(state_dir, record)
+            return name
+        log.debug("Reclaiming stale namespace %s (all holders dead)", name)
+        reclaim(state_dir, record)
+    _check_locals(state_dir, name, locals_, remotes, job)
+    write_record(state_dir, Record(name, locals_, remotes, holders=[holder_entry(me)], job=job))
+    for local, remote in zip(locals_, remotes, strict=True):
+        add_local_user(state_dir, local, name, remote is not None)
+    return name
 
 
 def _choose_locked(state_dir: str, locals_: list[str], remotes: list[str | None], job: str,
-                   me: Identity, timeout: float) -> str:
+                   me: Identity, generation: int, timeout: float) -> str:
     """`_choose` under the registry lock, after the releases our finalizers had to queue."""
     lock = registry_lock(state_dir, timeout)
     with lock:
@@ -135,7 +157,32 @@ def _choose_locked(state_dir: str, locals_: list[str], remotes: list[str | None]
                         ", ".join(blocks[:10]) + (" ..." if len(blocks) > 10 else ""))
         elif swept:
             log.debug("Removed %d state files of dead jobs: %s", len(swept), ", ".join(swept))
-        return _choose(state_dir, locals_, remotes, job, me)
+        return _choose(state_dir, locals_, remotes, job, me, generation)
+
+
+# How many namespaces this process opened per (directories, job, state dir), keyed by the name
+# of the first: the generation of the next one. Forked children inherit it, so a dataset a
+# worker builds never takes the name of one its parent holds.
+_opened: dict[str, int] = {}
+
+
+def _wait_for_peers(held: _PeersStillHold, deadline: Deadline | None) -> Deadline:
+    """Pause while other ranks still hold an earlier dataset; fail once that took too long."""
+    if deadline is None:
+        log.info("Ranks %s of this node still hold an earlier dataset over %s (namespace %s); "
+                 "waiting for them to drop it before building this one", held.pids, held.local,
+                 held.record.name)
+        deadline = Deadline(NODE_WAIT_TIMEOUT)
+    if deadline.remaining() <= 0:
+        raise _reused(
+            held.ours, held.record.locals,
+            f"Processes {held.pids} of this job on this node still hold an earlier dataset over "
+            f"{held.local!r} (namespace {held.record.name}) after {deadline.timeout:g} s, and a "
+            f"dataset with a remote must not share its local directory with a live one. Drop the "
+            f"earlier dataset (and its DataLoader, whose persistent workers hold it too) on every "
+            f"rank before building the next.")
+    time.sleep(min(max(FIRST_SLEEP, deadline.elapsed() * BACKOFF), MAX_SLEEP))
+    return deadline
 
 
 def open_namespace(
@@ -170,13 +217,23 @@ def open_namespace(
     job = job_key(os.environ if env is None else env, os.getpid())
     state_dir = ensure_state_dir(tmp)
     me = identity()
-    try:
-        name = _choose_locked(state_dir, locals_, remotes, job, me, timeout)
-    except _SameProcess:
-        # Our own earlier dataset may be garbage that only a collection frees (a reference
-        # cycle somewhere in user code): collect once, let its release run, and look again.
-        gc.collect()
-        drain_pending()
-        name = _choose_locked(state_dir, locals_, remotes, job, me, timeout)
+    key = namespace_name(locals_, remotes, job, os.getuid(), 0, state_dir)
+    generation = _opened.get(key, 0)
+    collected, deadline = False, None
+    while True:
+        try:
+            name = _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
+            break
+        except _SameProcess:
+            if collected:
+                raise
+            # Our own earlier dataset may be garbage that only a collection frees (a reference
+            # cycle somewhere in user code): collect once, let its release run, and look again.
+            collected = True
+            gc.collect()
+            drain_pending()
+        except _PeersStillHold as held:
+            deadline = _wait_for_peers(held, deadline)
+    _opened[key] = generation + 1
     freeze_heap_in_forked_children()  # DataLoader workers forked from here start ~0.25 s faster
     return Namespace(name, state_dir, locals_, remotes, timeout=timeout, registered=me)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
 import pickle
@@ -9,6 +10,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -110,6 +113,48 @@ def test_same_process_reuse_rules(coord_tmp: str) -> None:
     b.close()
 
 
+def test_a_rank_rebuilding_never_adopts_what_a_peer_still_holds_local_only(
+        coord_tmp: str) -> None:
+    local = f"{coord_tmp}/data"
+    proc, name = _start_holder(coord_tmp, local, None, JOB_A)  # rank 0's first dataset
+    try:
+        rank1 = {**JOB_A, "RANK": "1"}
+        first = open_namespace([local], [None], env=rank1)
+        assert first.name == name  # the ranks' first datasets pair up
+        first.close()
+        second = open_namespace([local], [None], env=rank1)  # rank 0 still holds the first
+        assert second.name != name
+        assert second.array("marker", np.int64, 4).numpy().tolist() == [0] * 4  # fresh state
+        second.close()
+    finally:
+        _kill(proc)
+
+
+def test_a_rank_rebuilding_with_a_remote_waits_for_peers_to_drop_the_old_one(
+        coord_tmp: str, caplog: pytest.LogCaptureFixture) -> None:
+    local = f"{coord_tmp}/data"
+    proc, name = _start_holder(coord_tmp, local, "s3://b/d", JOB_A)
+    rank1 = {**JOB_A, "RANK": "1"}
+    open_namespace([local], ["s3://b/d"], env=rank1).close()  # rank 1's first, dropped
+    opened: list = []
+    caplog.set_level(logging.INFO, logger="streaming.coord.opening")
+    thread = threading.Thread(
+        target=lambda: opened.append(open_namespace([local], ["s3://b/d"], env=rank1)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while "still hold an earlier dataset" not in caplog.text:
+            assert time.monotonic() < deadline and thread.is_alive(), caplog.text
+            time.sleep(0.01)
+        assert not opened  # it waits: the cache must not have two live owners
+    finally:
+        _kill(proc)  # rank 0 drops its first dataset
+    thread.join(60)
+    assert opened and opened[0].name != name
+    assert _shm(f"{name}_") == []  # the old one is gone, not adopted
+    opened[0].close()
+
+
 def test_close_interrupted_by_a_signal_handler_still_releases(coord_tmp: str,
                                                                monkeypatch) -> None:
     """torch's DataLoader raises RuntimeError from SIGCHLD when a worker was killed; landing in
@@ -201,7 +246,7 @@ def test_500_namespaces_leak_no_descriptors_or_shared_memory(coord_tmp: str) -> 
     fds, files = _fds(), len(os.listdir(f"{coord_tmp}"))
     names = {_cycle(coord_tmp, i, close=i % 2 == 0) for i in range(500)}  # half just dropped
     assert _fds() == fds
-    assert len(names) == 3  # one per distinct (local, remote), each created and removed 500/3 times
+    assert len(names) == 500  # each a new generation of its (local, remote), created and removed
     assert [b for b in os.listdir("/dev/shm") if b.startswith(tuple(names))] == []
     state_dir = os.path.join(coord_tmp, f"shardstream-{os.getuid()}")
     assert sorted(os.listdir(state_dir)) == ["registry.lock", "swept"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from streaming import MDSWriter
 pytestmark = pytest.mark.slow
 
 WORKER = os.path.join(os.path.dirname(__file__), "multinode_worker.py")
+REUSE_WORKER = os.path.join(os.path.dirname(__file__), "reuse_worker.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NUM = 512
 
@@ -30,7 +32,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_job(nodes: int, ranks: int, job: dict, tmp) -> list[dict]:
+def run_job(nodes: int, ranks: int, job: dict, tmp, worker: str = WORKER) -> list[dict]:
     """Launch nodes*ranks processes; return each rank's report, by rank."""
     world = nodes * ranks
     port = free_port()
@@ -42,11 +44,16 @@ def run_job(nodes: int, ranks: int, job: dict, tmp) -> list[dict]:
                    PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
         out = str(tmp / f"r{rank}-{port}.json")
         outs.append(out)
-        procs.append(subprocess.Popen([sys.executable, WORKER, json.dumps(job), out], env=env,
+        procs.append(subprocess.Popen([sys.executable, worker, json.dumps(job), out], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    for proc in procs:
-        _, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, err.decode()[-3000:]
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err.decode()[-3000:]
+    finally:  # a rank stuck after another failed must not outlive the test
+        for proc in procs:
+            proc.kill()
+            proc.wait()
     return [json.load(open(o)) for o in outs]
 
 
@@ -123,3 +130,24 @@ def test_every_sample_once_and_same_order_as_one_process(remote, tmp_path) -> No
 
 def test_elastic_resume_2x2_then_1x4_then_4x1(remote, tmp_path) -> None:
     elastic_resume(remote, tmp_path, NUM)
+
+
+@pytest.mark.parametrize("with_remote", [True, False], ids=["remote", "local-only"])
+def test_a_dataset_rebuilt_while_a_peer_rank_still_holds_the_old_one_starts_afresh(
+        remote, tmp_path, with_remote: bool) -> None:
+    """Rank 0 drops its dataset and builds a new one over the same directory while rank 1 of
+    its node still holds the old one: the new one is epoch 0 again, in the same order, on every
+    rank (it used to adopt the old one's node state: epoch 1's order, or a stuck barrier)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    local = str(tmp_path / "cache" / "node{node}")
+    if not with_remote:  # the dataset lives in each node's directory itself
+        for node in range(1):
+            shutil.copytree(remote, local.format(node=node))
+    job = dict(remote=remote if with_remote else None, local=local, marks=str(marks))
+    reports = run_job(1, 2, job, tmp_path, REUSE_WORKER)
+    for report in reports:
+        assert report["second"] == report["first"], f"rank {report['rank']} changed its order"
+        assert report["epochs"][0] == report["epochs"][1]
+    seen = sorted(i for r in reports for i in r["second"])
+    assert seen == list(range(NUM))
