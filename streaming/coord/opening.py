@@ -16,6 +16,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
@@ -166,23 +167,40 @@ def _choose_locked(state_dir: str, locals_: list[str], remotes: list[str | None]
 _opened: dict[str, int] = {}
 
 
-def _wait_for_peers(held: _PeersStillHold, deadline: Deadline | None) -> Deadline:
+_WARN_AFTER = 30.0  # seconds of waiting for slower ranks before saying so at WARNING level
+
+
+@dataclass
+class _PeerWait:
+    """How long `open_namespace` has waited for slower ranks, and what it told the user."""
+
+    deadline: Deadline = field(default_factory=lambda: Deadline(NODE_WAIT_TIMEOUT))
+    warned: bool = False
+
+
+def _wait_for_peers(held: _PeersStillHold, wait: _PeerWait | None) -> _PeerWait:
     """Pause while other ranks still hold an earlier dataset; fail once that took too long."""
-    if deadline is None:
-        log.info("Ranks %s of this node still hold an earlier dataset over %s (namespace %s); "
-                 "waiting for them to drop it before building this one", held.pids, held.local,
-                 held.record.name)
-        deadline = Deadline(NODE_WAIT_TIMEOUT)
-    if deadline.remaining() <= 0:
+    where = (f"Ranks {held.pids} of this node still hold an earlier dataset over {held.local} "
+             f"(namespace {held.record.name})")
+    if wait is None:
+        log.info("%s; waiting for them to drop it before building this one", where)
+        wait = _PeerWait()
+    elapsed = wait.deadline.elapsed()
+    if elapsed > _WARN_AFTER and not wait.warned:
+        wait.warned = True
+        log.warning("%s after %.0f s; still waiting (up to %g s). Every rank must drop its "
+                    "datasets and build new ones over one cache in the same order.", where,
+                    elapsed, wait.deadline.timeout)
+    if wait.deadline.remaining() <= 0:
         raise _reused(
             held.ours, held.record.locals,
             f"Processes {held.pids} of this job on this node still hold an earlier dataset over "
-            f"{held.local!r} (namespace {held.record.name}) after {deadline.timeout:g} s, and a "
-            f"dataset with a remote must not share its local directory with a live one. Drop the "
-            f"earlier dataset (and its DataLoader, whose persistent workers hold it too) on every "
-            f"rank before building the next.")
-    time.sleep(min(max(FIRST_SLEEP, deadline.elapsed() * BACKOFF), MAX_SLEEP))
-    return deadline
+            f"{held.local!r} (namespace {held.record.name}) after {wait.deadline.timeout:g} s, "
+            f"and a dataset with a remote must not share its local directory with a live one. "
+            f"Drop the earlier dataset (and its DataLoader, whose persistent workers hold it "
+            f"too) on every rank before building the next.")
+    time.sleep(min(max(FIRST_SLEEP, elapsed * BACKOFF), MAX_SLEEP))
+    return wait
 
 
 def open_namespace(
@@ -219,7 +237,7 @@ def open_namespace(
     me = identity()
     key = namespace_name(locals_, remotes, job, os.getuid(), 0, state_dir)
     generation = _opened.get(key, 0)
-    collected, deadline = False, None
+    collected, wait = False, None
     while True:
         try:
             name = _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
@@ -233,7 +251,7 @@ def open_namespace(
             gc.collect()
             drain_pending()
         except _PeersStillHold as held:
-            deadline = _wait_for_peers(held, deadline)
+            wait = _wait_for_peers(held, wait)
     _opened[key] = generation + 1
     freeze_heap_in_forked_children()  # DataLoader workers forked from here start ~0.25 s faster
     return Namespace(name, state_dir, locals_, remotes, timeout=timeout, registered=me)

@@ -155,6 +155,26 @@ def test_a_rank_rebuilding_with_a_remote_waits_for_peers_to_drop_the_old_one(
     opened[0].close()
 
 
+def test_a_peer_that_never_drops_the_old_dataset_fails_with_a_clear_error(
+        coord_tmp: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streaming.coord import opening
+
+    monkeypatch.setattr(opening, "NODE_WAIT_TIMEOUT", 0.6)
+    monkeypatch.setattr(opening, "_WARN_AFTER", 0.2)
+    local = f"{coord_tmp}/data"
+    proc, name = _start_holder(coord_tmp, local, "s3://b/d", JOB_A)
+    try:
+        rank1 = {**JOB_A, "RANK": "1"}
+        open_namespace([local], ["s3://b/d"], env=rank1).close()
+        with pytest.raises(ValueError, match=rf"^Reused local directory: .*Processes \[{proc.pid}\] "
+                           r"of this job on this node still hold an earlier dataset .* after 0.6 s"):
+            open_namespace([local], ["s3://b/d"], env=rank1)
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert warnings and "in the same order" in warnings[0].getMessage()
+    finally:
+        _kill(proc)
+
+
 def test_close_interrupted_by_a_signal_handler_still_releases(coord_tmp: str,
                                                                monkeypatch) -> None:
     """torch's DataLoader raises RuntimeError from SIGCHLD when a worker was killed; landing in
