@@ -73,6 +73,9 @@ def floors(results: dict[str, dict[str, Any]], tiny_parse: float | None,
     images = results["images"].get("ours")
     if images and "floor" in images:
         out["images"] = out["images_views"] = images["bytes"] / images["floor"] / 1e6
+    s3 = results.get("s3", {}).get("ours")
+    if s3 and "floor" in s3:
+        out["s3"] = s3["samples"] / s3["floor"]
     if tiny_parse is not None:
         out["tiny_construct"] = tiny_parse * 1e3
     if loader:

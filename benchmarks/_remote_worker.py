@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -104,10 +105,39 @@ def epoch(impl: str, url: str, cache: str, batch: int,
     return result
 
 
+def link_floor(url: str, part: int = 16 << 20, connections: int = 8) -> dict[str, Any]:
+    """Seconds to GET every byte of the dataset's objects over `connections` concurrent ranged
+    requests and nothing else (no cache file, no parsing, no consumer): what the server and the
+    link allow any reader. The settings are the fastest of a sweep on this machine (whole
+    objects or 8/16 MiB ranges, 4/8/16 connections; 2026-11-27)."""
+    import obstore
+    from obstore.store import S3Store
+
+    bucket, _, prefix = url[len("s3://"):].partition("/")
+    store = S3Store(bucket, prefix=prefix, endpoint=os.environ["S3_ENDPOINT_URL"],
+                    access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+                    secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+                    region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+                    client_options={"allow_http": True})
+    objects = [(o["path"], o["size"]) for batch in obstore.list(store) for o in batch]
+    jobs = [(path, lo, min(lo + part, size)) for path, size in objects
+            for lo in range(0, size, part)]
+
+    def get(job: tuple[str, int, int]) -> int:
+        return len(obstore.get_range(store, job[0], start=job[1], end=job[2]))
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(connections) as pool:
+        total = sum(pool.map(get, jobs))
+    return {"wall": time.perf_counter() - start, "bytes": total}
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     if spec["mode"] == "write_litdata":
         result = write_litdata(spec["n"], spec["out"])
+    elif spec["mode"] == "link_floor":
+        result = link_floor(spec["url"])
     else:
         result = epoch(spec["impl"], spec["url"], spec["cache"], spec["batch"],
                        spec.get("predownload"))

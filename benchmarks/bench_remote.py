@@ -126,6 +126,24 @@ def measure(impl: str, python: str, url: str, server: Any, workdir: str,
     return best
 
 
+def measure_floor(url: str, server: Any, workdir: str, repeat: int) -> float | None:
+    """Best of `repeat` plain concurrent GETs of every object, through the same relay as the
+    libraries (`_remote_worker.link_floor`): the epoch's floor in seconds, or None."""
+    best: float | None = None
+    for _ in range(repeat):
+        relay = ByteCounter(("127.0.0.1", server.port))
+        try:
+            res = _run(sys.executable, {"mode": "link_floor", "url": url},
+                       _env("ours", server, relay.endpoint), workdir)
+        finally:
+            relay.stop()
+        if "error" in res:
+            print(f"[bench_remote] link floor: {res['error']}", file=sys.stderr, flush=True)
+            return None
+        best = res["wall"] if best is None else min(best, res["wall"])
+    return best
+
+
 @dataclass
 class ColdRun:
     """What `cold_epochs` measured besides the per-library results."""
@@ -167,6 +185,11 @@ def cold_epochs(impls: list[str], interps: dict[str, _venvs.Located], n: int, re
             results[impl] = measure(impl, interps[impl].python, url, server, workdir,
                                     remote_bytes(url, server),
                                     1 if impl == "reference" else repeat, predownload)
+        ours = results.get("ours")
+        if ours is not None and "error" not in ours:
+            floor = measure_floor(mds_url, server, workdir, repeat)
+            if floor is not None:
+                ours["floor"] = floor
     finally:
         server.stop()
     return ColdRun(server.name, expected)
@@ -190,6 +213,10 @@ def print_table(results: dict[str, dict[str, Any]], n: int, expected: int) -> No
     if "error" in ours or not ours:
         return
     rate = {i: r["samples"] / r["wall"] for i, r in results.items() if "error" not in r}
+    if "floor" in ours:
+        print(f"link floor (every object fetched over 8 connections, nothing else): "
+              f"{ours['samples'] / ours['floor']:,.0f} samples/s; ours reaches "
+              f"{ours['floor'] / ours['wall']:.0%} of it")
     if "litdata" in rate:
         ratio = rate["ours"] / rate["litdata"]
         verdict = "PASS" if ratio >= THROUGHPUT_TARGET else "MISS"
