@@ -76,4 +76,8 @@ def test_a_cap_of_one_keeps_one_fetch_at_a_time(
     proxy.reset(Fault("latency", delay=LATENCY))
     ids, concurrency = _epoch(url, tmp_path / "one")
     assert ids == list(range(N)) and concurrency == 1
-    assert proxy.connections <= 2  # the index, then one connection reused for every shard
+    # The index, then one connection reused for shard after shard (~200 of them). Under load
+    # the client's pool may open another when a reply has not gone back to the pool before the
+    # next request (3 seen in a fresh-clone run beside other jobs); a connection per shard or
+    # fetches at once would show as tens.
+    assert proxy.connections < 10
