@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
@@ -38,7 +37,7 @@ from streaming.coord.records import (
     write_record,
 )
 from streaming.coord.release import drain_pending
-from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
+from streaming.coord.wait import Deadline, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import CoordinationError
 
@@ -170,37 +169,56 @@ _opened: dict[str, int] = {}
 _WARN_AFTER = 30.0  # seconds of waiting for slower ranks before saying so at WARNING level
 
 
-@dataclass
-class _PeerWait:
-    """How long `open_namespace` has waited for slower ranks, and what it told the user."""
+def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None], job: str,
+                    me: Identity, generation: int, timeout: float) -> str:
+    """`_choose_locked`, collecting garbage once if our own dataset is in the way, and waiting
+    (through `wait_until`'s polling) while slower ranks still hold an earlier dataset.
 
-    deadline: Deadline = field(default_factory=lambda: Deadline(NODE_WAIT_TIMEOUT))
-    warned: bool = False
+    Raises:
+        ValueError: 'Reused local directory', by another job, by this process after the
+            collection, or by slower ranks that did not drop theirs within `NODE_WAIT_TIMEOUT`.
+    """
+    deadline = Deadline(NODE_WAIT_TIMEOUT)
+    collected, warned = False, False
+    held: _PeersStillHold | None = None
 
+    def attempt() -> str | None:
+        nonlocal collected, warned, held
+        try:
+            return _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
+        except _SameProcess:
+            if collected:
+                raise
+            # Our own earlier dataset may be garbage that only a collection frees (a reference
+            # cycle somewhere in user code): collect once, let its release run, and look again.
+            collected = True
+            gc.collect()
+            drain_pending()
+            return None
+        except _PeersStillHold as err:
+            where = (f"Ranks {err.pids} of this node still hold an earlier dataset over "
+                     f"{err.local} (namespace {err.record.name})")
+            if held is None:
+                log.info("%s; waiting for them to drop it before building this one", where)
+            held = err
+            if deadline.elapsed() > _WARN_AFTER and not warned:
+                warned = True
+                log.warning("%s after %.0f s; still waiting (up to %g s). Every rank must drop "
+                            "its datasets and build new ones over one cache in the same order.",
+                            where, deadline.elapsed(), deadline.timeout)
+            if deadline.remaining() <= 0:
+                raise _reused(
+                    err.ours, err.record.locals,
+                    f"Processes {err.pids} of this job on this node still hold an earlier "
+                    f"dataset over {err.local!r} (namespace {err.record.name}) after "
+                    f"{deadline.timeout:g} s, and a dataset with a remote must not share its "
+                    f"local directory with a live one. Drop the earlier dataset (and its "
+                    f"DataLoader, whose persistent workers hold it too) on every rank before "
+                    f"building the next.") from None
+            return None
 
-def _wait_for_peers(held: _PeersStillHold, wait: _PeerWait | None) -> _PeerWait:
-    """Pause while other ranks still hold an earlier dataset; fail once that took too long."""
-    where = (f"Ranks {held.pids} of this node still hold an earlier dataset over {held.local} "
-             f"(namespace {held.record.name})")
-    if wait is None:
-        log.info("%s; waiting for them to drop it before building this one", where)
-        wait = _PeerWait()
-    elapsed = wait.deadline.elapsed()
-    if elapsed > _WARN_AFTER and not wait.warned:
-        wait.warned = True
-        log.warning("%s after %.0f s; still waiting (up to %g s). Every rank must drop its "
-                    "datasets and build new ones over one cache in the same order.", where,
-                    elapsed, wait.deadline.timeout)
-    if wait.deadline.remaining() <= 0:
-        raise _reused(
-            held.ours, held.record.locals,
-            f"Processes {held.pids} of this job on this node still hold an earlier dataset over "
-            f"{held.local!r} (namespace {held.record.name}) after {wait.deadline.timeout:g} s, "
-            f"and a dataset with a remote must not share its local directory with a live one. "
-            f"Drop the earlier dataset (and its DataLoader, whose persistent workers hold it "
-            f"too) on every rank before building the next.")
-    time.sleep(min(max(FIRST_SLEEP, elapsed * BACKOFF), MAX_SLEEP))
-    return wait
+    # `attempt` fails at its own deadline with the error users of the reference expect.
+    return wait_until(attempt, timeout=math.inf, what=lambda: "a free namespace")
 
 
 def open_namespace(
@@ -237,21 +255,7 @@ def open_namespace(
     me = identity()
     key = namespace_name(locals_, remotes, job, os.getuid(), 0, state_dir)
     generation = _opened.get(key, 0)
-    collected, wait = False, None
-    while True:
-        try:
-            name = _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
-            break
-        except _SameProcess:
-            if collected:
-                raise
-            # Our own earlier dataset may be garbage that only a collection frees (a reference
-            # cycle somewhere in user code): collect once, let its release run, and look again.
-            collected = True
-            gc.collect()
-            drain_pending()
-        except _PeersStillHold as held:
-            wait = _wait_for_peers(held, wait)
+    name = _name_when_free(state_dir, locals_, remotes, job, me, generation, timeout)
     _opened[key] = generation + 1
     freeze_heap_in_forked_children()  # DataLoader workers forked from here start ~0.25 s faster
     return Namespace(name, state_dir, locals_, remotes, timeout=timeout, registered=me)
