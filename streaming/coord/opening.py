@@ -68,7 +68,7 @@ class _SameProcess(ValueError):
 
 class _PeersStillHold(CoordinationError):
     """Other processes of this job still hold an earlier dataset over one of our directories
-    (caught by `open_namespace`, which waits for them)."""
+    (caught by `_name_when_free`, which waits for them)."""
 
     def __init__(self, ours: Sequence[str], record: Record, local: str, pids: list[int]) -> None:
         super().__init__(local)
@@ -83,7 +83,7 @@ def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
         _SameProcess: the other dataset is this process's (or its workers', in a job of one
             process).
         _PeersStillHold: other ranks of this job on this node still hold an earlier dataset
-            over the directory: `open_namespace` waits for them to drop it.
+            over the directory: `_name_when_free` waits for them to drop it.
         ValueError: it belongs to another live job.
     """
     for local, remote in zip(locals_, remotes, strict=True):
