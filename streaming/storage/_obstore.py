@@ -1,8 +1,17 @@
 """The part of the s3/azure/http backends that is the same for all: calls into obstore.
 
-A subclass only builds the obstore store for its URL (`_connect`); this class maps the `Store`
-interface onto obstore's free functions and its errors onto `FileNotFoundError` /
-`PermissionError`. Every I/O method is `forksafe` (obstore's runtime does not survive `fork`).
+A subclass only builds the obstore store for its URL from client settings (`_build`); this class
+maps the `Store` interface onto obstore's free functions and its errors onto `FileNotFoundError`
+/ `PermissionError`.
+
+Uploads go through a second client. The HTTP client's read timeout also runs while a request
+body is being sent (nothing is read then), so the short stall timeout that catches a dead
+download would cut every upload request that takes longer than it to send: on a slow uplink,
+every part of every upload. The upload client's read timeout is instead `upload_timeout`, a cap
+on one request from its first byte sent to its answer, and an upload sends at most
+`parallelism` parts at once so that each part gets a fair share of the link.
+
+Every I/O method is `forksafe` (obstore's runtime does not survive `fork`).
 obstore's own retries are off by default so that the transfer layer is the one place that
 decides how often to try.
 """
@@ -31,13 +40,22 @@ from streaming.storage.base import (
     ObjectNotFoundError,
     ProgressFn,
     Store,
+    error_detail,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings"]
+__all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings",
+           "UPLOAD_TIMEOUT"]
 
 _STREAM_CHUNK = IO_CHUNK_BYTES
+
+#: Seconds one upload request (a whole small object, or one part of a multipart upload) may take
+#: from its first byte sent to its answer; `STREAMING_UPLOAD_TIMEOUT` overrides it. Generous on
+#: purpose: it is the only way a dead upload connection is noticed, and it must not cut a part
+#: that shares a slow uplink with the others in flight (5 MiB parts, `parallelism` of them per
+#: file, a writer's threads uploading several files at once).
+UPLOAD_TIMEOUT = 300.0
 _KIND = re.compile(r"\bkind: (\w+)")
 # What S3 and Azure answer a listing of a bucket / container that does not exist.
 _MISSING_CONTAINER = re.compile(r"\b(NoSuchBucket|ContainerNotFound|status: 404\b)")
@@ -52,6 +70,11 @@ class ClientOptions(TypedDict, total=False):
     """Seconds a response may stall without data before the attempt fails and is retried at
     once (default `STREAMING_STALL_TIMEOUT` from the environment, else 5: a connection that
     died silently never errors)."""
+    upload_timeout: float
+    """Seconds one upload request (a small object, or one part of a multipart upload) may take
+    from its first byte sent to its answer (default `STREAMING_UPLOAD_TIMEOUT` from the
+    environment, else 300). Uploads cannot use `read_timeout`: the HTTP client runs it while it
+    sends, when nothing is read, so it would take a slow uplink for a dead connection."""
     max_retries: int
     """obstore's internal retries per request (default 0: `transfer.fetch` retries instead)."""
     allow_http: bool
@@ -64,7 +87,8 @@ class ClientOptions(TypedDict, total=False):
     part_size: int
     """Bytes per part of a parallel download (default 8 MiB)."""
     parallelism: int
-    """Connections per parallel download (default 4; 1 turns parallel parts off)."""
+    """Connections per parallel download, and parts in flight per multipart upload (default 4;
+    1 turns parallel download parts off)."""
 
 
 def stall_timeout() -> float:
@@ -72,8 +96,14 @@ def stall_timeout() -> float:
     return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
 
 
+def upload_timeout() -> float:
+    """Seconds an upload request may take (read when a store opens)."""
+    return float(os.environ.get("STREAMING_UPLOAD_TIMEOUT") or UPLOAD_TIMEOUT)
+
+
 def client_settings(options: dict[str, Any], *, allow_http: bool = False) -> dict[str, Any]:
-    """Split our `ClientOptions` into obstore's ``client_options`` and ``retry_config``."""
+    """Split our `ClientOptions` into obstore's ``client_options`` and ``retry_config`` (the
+    `upload_timeout` key stays out: `ObstoreBackedStore` consumes it)."""
     client: dict[str, Any] = {
         "connect_timeout": timedelta(seconds=float(options.pop("connect_timeout", 10))),
         "read_timeout": timedelta(seconds=float(options.pop("read_timeout", stall_timeout()))),
@@ -103,15 +133,46 @@ class ObstoreBackedStore(Store):
     """A `Store` whose client is an ``obstore.store.*Store`` rooted at the same place.
 
     Subclasses call `_configure(options)` in their constructor; it consumes the shared
-    `ClientOptions` keys.
+    `ClientOptions` keys. They implement `_build(settings)`, called once per process for the
+    client of reads and listings and once for the client of uploads (module docstring).
     """
+
+    _transient = (*Store._transient, "_upload_obj")
 
     def _configure(self, options: dict[str, Any], *, allow_http: bool,
                    parallel_threshold: int = 32 << 20) -> None:
+        self._upload_timeout = float(options.pop("upload_timeout", upload_timeout()))
+        if not self._upload_timeout > 0:
+            raise ValueError(f"upload_timeout must be positive, got {self._upload_timeout!r}")
         self._parallel = parallel_settings(options, parallel_threshold)
         self._settings = client_settings(options, allow_http=allow_http)
         if options:
             raise TypeError(f"Unknown {type(self).__name__} option(s): {sorted(options)}")
+
+    def _build(self, settings: dict[str, Any]) -> Any:
+        """The obstore store for this URL with these ``client_options`` / ``retry_config``."""
+        raise NotImplementedError
+
+    def _connect(self) -> Any:
+        return self._build(self._settings)
+
+    def _upload_settings(self) -> dict[str, Any]:
+        """The settings of the upload client: the read timeout is `upload_timeout`."""
+        client = {**self._settings["client_options"],
+                  "read_timeout": timedelta(seconds=self._upload_timeout)}
+        return {**self._settings, "client_options": client}
+
+    def _upload_client(self) -> Any:
+        """The client uploads go through, built on first use in this process."""
+        pid = os.getpid()
+        cached = getattr(self, "_upload_obj", None)
+        if cached is None or cached[0] != pid:
+            with self._client_lock:
+                cached = getattr(self, "_upload_obj", None)
+                if cached is None or cached[0] != pid:
+                    cached = (pid, self._build(self._upload_settings()))
+                    self._upload_obj = cached
+        return cached[1]
 
     def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):
@@ -263,8 +324,17 @@ class ObstoreBackedStore(Store):
 
     @forksafe
     def upload(self, local_path: str, path: str) -> None:
-        with self._errors(path):
-            obstore.put(self._client(), path, Path(local_path))
+        _, _, parts = self._parallel
+        try:
+            with self._errors(path):
+                obstore.put(self._upload_client(), path, Path(local_path),
+                            max_concurrency=parts)
+        except TransferStalledError as err:
+            raise TransferStalledError(
+                f"An upload request to {self.url_for(path)} got no answer within "
+                f"{self._upload_timeout:g} s (the upload_timeout option or "
+                f"STREAMING_UPLOAD_TIMEOUT changes it): {error_detail(err.__cause__ or err)}"
+            ) from err
 
     @forksafe
     def check_container(self) -> None:

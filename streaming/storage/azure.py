@@ -72,9 +72,9 @@ class AzureStore(ObstoreBackedStore):
         """``<container>/<prefix>``: where this store's paths start inside the account."""
         return join_key(self.container, self.prefix)
 
-    def _connect(self) -> _ObstoreAzure:
+    def _build(self, settings: dict[str, Any]) -> _ObstoreAzure:
         return _ObstoreAzure(self.container, prefix=self.prefix or None,
-                             config=cast("AzureConfig", self._config), **self._settings)
+                             config=cast("AzureConfig", self._config), **settings)
 
 
 class AzureDataLakeStore(AzureStore):

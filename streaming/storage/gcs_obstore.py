@@ -97,14 +97,14 @@ class GCSReadStore(ObstoreBackedStore):
         self._configure(options, allow_http=bool(self.emulator and
                                                  self.emulator.startswith("http://")))
 
-    def _connect(self) -> _ObstoreGCS:
+    def _build(self, settings: dict[str, Any]) -> _ObstoreGCS:
         config: dict[str, Any] = {}
         if self.emulator:
             config.update(base_url=self.emulator, skip_signature=True)
         elif self.credentials:
             config["service_account_path"] = self.credentials
         return _ObstoreGCS(self.bucket_name, prefix=self.prefix or None, **config,
-                           **self._settings)
+                           **settings)
 
     def upload(self, local_path: str, path: str) -> None:
         raise MissingDependencyError(

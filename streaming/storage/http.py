@@ -46,5 +46,5 @@ class HTTPStore(ObstoreBackedStore):
         # Parts are opt-in here: plenty of web servers answer a Range request with the whole file.
         self._configure(options, allow_http=url.startswith("http://"), parallel_threshold=0)
 
-    def _connect(self) -> _ObstoreHTTP:
-        return _ObstoreHTTP.from_url(self.url, **self._settings)  # no trailing "/": no "//"
+    def _build(self, settings: dict[str, Any]) -> _ObstoreHTTP:
+        return _ObstoreHTTP.from_url(self.url, **settings)  # no trailing "/": no "//"

@@ -15,10 +15,8 @@ from __future__ import annotations
 import configparser
 import logging
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import obstore
 from obstore.exceptions import GenericError, UnauthenticatedError
 from obstore.store import S3Store as _ObstoreS3
 
@@ -139,7 +137,6 @@ class S3Store(ObstoreBackedStore):
     """
 
     scheme = "s3"
-    _transient = (*ObstoreBackedStore._transient, "_acl_obj")
 
     def __init__(self, url: str, **options: Any) -> None:
         super().__init__(url)
@@ -158,11 +155,7 @@ class S3Store(ObstoreBackedStore):
         endpoint = self._config.get("endpoint", "")
         self._configure(options, allow_http=endpoint.startswith("http://"))
 
-    def _connect(self, extra_headers: dict[str, str] | None = None) -> _ObstoreS3:
-        settings = dict(self._settings)
-        if extra_headers:
-            settings["client_options"] = {**settings["client_options"],
-                                          "default_headers": extra_headers}
+    def _build(self, settings: dict[str, Any]) -> _ObstoreS3:
         provider = _profile_provider() if self._use_profile else None
         return _ObstoreS3(self.bucket, prefix=self.prefix or None,
                           config=cast("S3Config", self._config),
@@ -171,22 +164,12 @@ class S3Store(ObstoreBackedStore):
     def _not_found_message(self, path: str) -> str:
         return s3_not_found(self.url_for(path))
 
-    @forksafe
-    def upload(self, local_path: str, path: str) -> None:
-        if not self.canned_acl:
-            return super().upload(local_path, path)
-        with self._errors(path):
-            obstore.put(self._acl_client(), path, Path(local_path))
-        return None
-
-    def _acl_client(self) -> _ObstoreS3:
-        """A second client whose requests carry the canned-ACL header (uploads only)."""
-        pid = os.getpid()
-        cached = getattr(self, "_acl_obj", None)
-        if cached is None or cached[0] != pid:
-            cached = (pid, self._connect({"x-amz-acl": str(self.canned_acl)}))
-            self._acl_obj = cached
-        return cached[1]
+    def _upload_settings(self) -> dict[str, Any]:
+        """Uploads also carry the canned-ACL header, when one is set."""
+        settings = super()._upload_settings()
+        if self.canned_acl:
+            settings["client_options"]["default_headers"] = {"x-amz-acl": str(self.canned_acl)}
+        return settings
 
     # Reads fall back to unsigned requests once when no credentials were configured and the
     # credential chain (instance metadata etc.) failed: public buckets, as in the reference.

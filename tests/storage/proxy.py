@@ -2,7 +2,8 @@
 
 Sits between a store and its real server and, per accepted connection, applies the next queued
 `Fault` (or passes bytes through): refuse the connection, cut it after N response bytes, add
-latency per chunk, throttle to a byte rate, or stall. A `link` fault stands for a node's network
+latency per chunk, throttle to a byte rate (server-to-client, or `throttle_up`: client-to-server,
+as a slow uplink under an upload), or stall. A `link` fault stands for a node's network
 link instead: every connection under it shares one byte rate (chunks go out in turn, so
 concurrent transfers split the rate), and each request's first response byte waits `delay`
 seconds after the request. It only ever connects to the upstream address it was given (a
@@ -22,9 +23,10 @@ _CHUNK = 64 * 1024
 
 @dataclass(frozen=True)
 class Fault:
-    """What to do to one connection's server-to-client bytes."""
+    """What to do to one connection's server-to-client bytes (`throttle_up`: the other way)."""
 
-    kind: str = "pass"  # pass | refuse | drop | reset | latency | throttle | stall | link
+    kind: str = "pass"  # pass | refuse | drop | reset | latency | throttle | throttle_up | stall
+    #                     | link
     after_bytes: int = 0  # drop/reset/stall: bytes forwarded before the fault
     delay: float = 0.0  # latency: seconds per chunk; stall: seconds to hold; link: per request
     rate: float = 0.0  # throttle: bytes per second (per connection); link: shared by all
@@ -95,10 +97,13 @@ class FaultProxy:
         with self._lock:
             self._sockets += [client, server]
         requests = [0.0, False]  # the last request's time, whether its answer has begun
-        up = threading.Thread(target=self._pump, args=(client, server, Fault(), False,
+        up_fault, down_fault = Fault(), fault
+        if fault.kind == "throttle_up":
+            up_fault, down_fault = Fault("throttle", rate=fault.rate), Fault()
+        up = threading.Thread(target=self._pump, args=(client, server, up_fault, False,
                                                        requests), daemon=True)
         up.start()
-        self._pump(server, client, fault, True, requests)
+        self._pump(server, client, down_fault, True, requests)
         for sock in (client, server):
             _close(sock)
 

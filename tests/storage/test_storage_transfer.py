@@ -237,6 +237,55 @@ def test_push_uploads_and_reports(moto_server: Server, tmp_path: Any) -> None:
         push(store, str(tmp_path / "absent"), "x", retries=3)
 
 
+@pytest.mark.parametrize("size", [1 << 20, 6 << 20], ids=["one-request", "multipart"])
+def test_a_slow_uplink_is_not_taken_for_a_stall(moto_server: Server, tmp_path: Any,
+                                                size: int) -> None:
+    """An upload whose body takes several stall timeouts to send still lands, in one attempt.
+
+    The HTTP client's read timeout also runs while a request body is being written (nothing
+    is read then), so it used to cut every part that took longer than the stall timeout to
+    send: on an uplink slower than about 12 MiB/s every part of every upload failed, each retry
+    as well.
+    """
+    proxy = FaultProxy(moto_server.host_port)
+    try:
+        proxy.reset(Fault("throttle_up", rate=size / 2.5))  # about 2.5 s per upload
+        store = open_store(moto_server.fresh_url(), **dict(
+            moto_server.options, endpoint=f"http://127.0.0.1:{proxy.port}", read_timeout=0.5))
+        local = tmp_path / "f.bin"
+        data = random.Random(size).randbytes(size)
+        local.write_bytes(data)
+        result = push(store, str(local), "f.bin", retries=1)
+        assert result.attempts == 1
+    finally:
+        proxy.stop()
+    check = open_store(store.url, **moto_server.options)
+    assert check.get("f.bin") == data
+
+
+def test_an_upload_with_no_answer_is_cut_by_the_upload_timeout(moto_server: Server,
+                                                               tmp_path: Any) -> None:
+    """A server that takes the body and never answers fails the upload after `upload_timeout`
+    (not never), with an error that names the setting."""
+    proxy = FaultProxy(moto_server.host_port)
+    try:
+        proxy.reset(Fault("stall", after_bytes=0, delay=60))
+        store = open_store(moto_server.fresh_url(), **dict(
+            moto_server.options, endpoint=f"http://127.0.0.1:{proxy.port}", upload_timeout=0.5))
+        local = tmp_path / "f.bin"
+        local.write_bytes(DATA[:1000])
+        started = time.monotonic()
+        with pytest.raises(TransferError) as caught:
+            push(store, str(local), "f.bin", retries=1)
+        assert time.monotonic() - started < 30
+    finally:
+        proxy.stop()
+    assert "upload_timeout" in str(caught.value) and "STREAMING_UPLOAD_TIMEOUT" in str(
+        caught.value)
+    with pytest.raises(ValueError, match="upload_timeout must be positive"):
+        open_store(moto_server.fresh_url(), **dict(moto_server.options, upload_timeout=0))
+
+
 @pytest.mark.parametrize("can_stall", [True, False])
 def test_only_stores_that_can_stall_download_in_a_helper_thread(tmp_path: Any,
                                                                  can_stall: bool) -> None:
