@@ -105,20 +105,25 @@ def epoch(impl: str, url: str, cache: str, batch: int,
     return result
 
 
+def _s3_store(url: str) -> Any:
+    from obstore.store import S3Store
+
+    bucket, _, prefix = url[len("s3://"):].partition("/")
+    return S3Store(bucket, prefix=prefix, endpoint=os.environ["S3_ENDPOINT_URL"],
+                   access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+                   secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+                   region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+                   client_options={"allow_http": True})
+
+
 def link_floor(url: str, part: int = 16 << 20, connections: int = 8) -> dict[str, Any]:
     """Seconds to GET every byte of the dataset's objects over `connections` concurrent ranged
     requests and nothing else (no cache file, no parsing, no consumer): what the server and the
     link allow any reader. The settings are the fastest of a sweep on this machine (whole
     objects or 8/16 MiB ranges, 4/8/16 connections; 2026-11-27)."""
     import obstore
-    from obstore.store import S3Store
 
-    bucket, _, prefix = url[len("s3://"):].partition("/")
-    store = S3Store(bucket, prefix=prefix, endpoint=os.environ["S3_ENDPOINT_URL"],
-                    access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
-                    secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
-                    region=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-                    client_options={"allow_http": True})
+    store = _s3_store(url)
     objects = [(o["path"], o["size"]) for batch in obstore.list(store) for o in batch]
     jobs = [(path, lo, min(lo + part, size)) for path, size in objects
             for lo in range(0, size, part)]
@@ -132,12 +137,63 @@ def link_floor(url: str, part: int = 16 << 20, connections: int = 8) -> dict[str
     return {"wall": time.perf_counter() - start, "bytes": total}
 
 
+def reader_floor(url: str, cache: str, part: int = 16 << 20,
+                 connections: int = 8) -> dict[str, Any]:
+    """A cold epoch by the least a cache-backed reader must do, with no library: every shard
+    fetched in order by `connections` concurrent ranged GETs written into a cache file, while
+    the main thread reads the finished shards in order through a zero-copy view of their rows
+    and touches every sample as the libraries' epochs do (`epoch`). The MDS layout (fixed-size
+    columns only) is parsed from index.json, so this is the bench's dataset only."""
+    import mmap
+
+    import obstore
+
+    store = _s3_store(url)
+    start, cpu = time.perf_counter(), cpu_seconds()
+    index = json.loads(bytes(obstore.get(store, "index.json").bytes()))
+    pool = ThreadPoolExecutor(connections)
+
+    def get(path: str, lo: int, hi: int, fd: int) -> None:
+        os.pwrite(fd, obstore.get_range(store, path, start=lo, end=hi), lo)
+
+    pending = []
+    for shard in index["shards"]:
+        name, size = shard["raw_data"]["basename"], shard["raw_data"]["bytes"]
+        fd = os.open(os.path.join(cache, name), os.O_CREAT | os.O_RDWR, 0o644)
+        os.ftruncate(fd, size)
+        parts = [pool.submit(get, name, lo, min(lo + part, size), fd)
+                 for lo in range(0, size, part)]
+        pending.append((shard, fd, size, parts))
+    acc = count = 0
+    for shard, fd, size, parts in pending:
+        for future in parts:
+            future.result()
+        sizes = dict(zip(shard["column_names"], shard["column_sizes"]))
+        dtype = np.dtype([(name, "<u2" if name == "tokens" else "<i8",
+                           (sizes[name] // 2,) if name == "tokens" else ())
+                          for name in shard["column_names"]])
+        n = shard["samples"]
+        with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm:
+            first = int.from_bytes(mm[4:8], "little")  # the offset table's first entry
+            rows = np.frombuffer(mm, dtype, count=n, offset=first)
+            for tokens_row, sample_id in zip(rows["tokens"], rows["id"].tolist()):
+                acc ^= touch(tokens_row) ^ sample_id
+            count += n
+            del rows, tokens_row
+        os.close(fd)
+    pool.shutdown()
+    return {"wall": time.perf_counter() - start, "cpu": cpu_seconds() - cpu, "samples": count,
+            "checksum": acc}
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     if spec["mode"] == "write_litdata":
         result = write_litdata(spec["n"], spec["out"])
     elif spec["mode"] == "link_floor":
         result = link_floor(spec["url"])
+    elif spec["mode"] == "reader_floor":
+        result = reader_floor(spec["url"], spec["cache"])
     else:
         result = epoch(spec["impl"], spec["url"], spec["cache"], spec["batch"],
                        spec.get("predownload"))
