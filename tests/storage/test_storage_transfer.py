@@ -237,8 +237,20 @@ def test_push_uploads_and_reports(moto_server: Server, tmp_path: Any) -> None:
         push(store, str(tmp_path / "absent"), "x", retries=3)
 
 
+@pytest.fixture(params=["moto", "azurite"])
+def bucket_server(request: pytest.FixtureRequest) -> Server:
+    """A server of each obstore-backed store that takes uploads."""
+    return request.getfixturevalue(f"{request.param}_server")
+
+
+def _through(proxy: FaultProxy, server: Server, **options: Any) -> Store:
+    """A store of a fresh folder of `server` whose requests go through `proxy`."""
+    endpoint = server.options["endpoint"].replace(f":{server.host_port[1]}", f":{proxy.port}")
+    return open_store(server.fresh_url(), **dict(server.options, endpoint=endpoint, **options))
+
+
 @pytest.mark.parametrize("size", [1 << 20, 6 << 20], ids=["one-request", "multipart"])
-def test_a_slow_uplink_is_not_taken_for_a_stall(moto_server: Server, tmp_path: Any,
+def test_a_slow_uplink_is_not_taken_for_a_stall(bucket_server: Server, tmp_path: Any,
                                                 size: int) -> None:
     """An upload whose body takes several stall timeouts to send still lands, in one attempt.
 
@@ -247,11 +259,10 @@ def test_a_slow_uplink_is_not_taken_for_a_stall(moto_server: Server, tmp_path: A
     send: on an uplink slower than about 12 MiB/s every part of every upload failed, each retry
     as well.
     """
-    proxy = FaultProxy(moto_server.host_port)
+    proxy = FaultProxy(bucket_server.host_port)
     try:
         proxy.reset(Fault("throttle_up", rate=size / 2.5))  # about 2.5 s per upload
-        store = open_store(moto_server.fresh_url(), **dict(
-            moto_server.options, endpoint=f"http://127.0.0.1:{proxy.port}", read_timeout=0.5))
+        store = _through(proxy, bucket_server, read_timeout=0.5)
         local = tmp_path / "f.bin"
         data = random.Random(size).randbytes(size)
         local.write_bytes(data)
@@ -259,19 +270,18 @@ def test_a_slow_uplink_is_not_taken_for_a_stall(moto_server: Server, tmp_path: A
         assert result.attempts == 1
     finally:
         proxy.stop()
-    check = open_store(store.url, **moto_server.options)
+    check = open_store(store.url, **bucket_server.options)
     assert check.get("f.bin") == data
 
 
-def test_an_upload_with_no_answer_is_cut_by_the_upload_timeout(moto_server: Server,
+def test_an_upload_with_no_answer_is_cut_by_the_upload_timeout(bucket_server: Server,
                                                                tmp_path: Any) -> None:
     """A server that takes the body and never answers fails the upload after `upload_timeout`
     (not never), with an error that names the setting."""
-    proxy = FaultProxy(moto_server.host_port)
+    proxy = FaultProxy(bucket_server.host_port)
     try:
         proxy.reset(Fault("stall", after_bytes=0, delay=60))
-        store = open_store(moto_server.fresh_url(), **dict(
-            moto_server.options, endpoint=f"http://127.0.0.1:{proxy.port}", upload_timeout=0.5))
+        store = _through(proxy, bucket_server, upload_timeout=0.5)
         local = tmp_path / "f.bin"
         local.write_bytes(DATA[:1000])
         started = time.monotonic()
@@ -283,7 +293,7 @@ def test_an_upload_with_no_answer_is_cut_by_the_upload_timeout(moto_server: Serv
     assert "upload_timeout" in str(caught.value) and "STREAMING_UPLOAD_TIMEOUT" in str(
         caught.value)
     with pytest.raises(ValueError, match="upload_timeout must be positive"):
-        open_store(moto_server.fresh_url(), **dict(moto_server.options, upload_timeout=0))
+        open_store(bucket_server.fresh_url(), **dict(bucket_server.options, upload_timeout=0))
 
 
 @pytest.mark.parametrize("can_stall", [True, False])
