@@ -164,15 +164,7 @@ class ObstoreBackedStore(Store):
 
     def _upload_client(self) -> Any:
         """The client uploads go through, built on first use in this process."""
-        pid = os.getpid()
-        cached = getattr(self, "_upload_obj", None)
-        if cached is None or cached[0] != pid:
-            with self._client_lock:
-                cached = getattr(self, "_upload_obj", None)
-                if cached is None or cached[0] != pid:
-                    cached = (pid, self._build(self._upload_settings()))
-                    self._upload_obj = cached
-        return cached[1]
+        return self._per_process("_upload_obj", lambda: self._build(self._upload_settings()))
 
     def _classify(self, err: Exception) -> ErrorKind | None:
         if isinstance(err, (PermissionDeniedError, UnauthenticatedError)):

@@ -165,12 +165,11 @@ class Store(ABC):
     # saves a thread start per file (most of the cost of fetching tiny local files).
     can_stall: ClassVar[bool] = True
     # Attributes dropped when pickling; rebuilt lazily in the receiving process.
-    _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_client_pid", "_client_lock")
+    _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_client_lock")
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/") if "://" in url else url
-        self._client_obj: Any = None
-        self._client_pid: int | None = None
+        self._client_obj: tuple[int, Any] | None = None  # (pid, client): see `_client`
         self._client_lock = threading.Lock()
 
     # ---- the interface -----------------------------------------------------------------------
@@ -297,14 +296,23 @@ class Store(ABC):
             raise
 
     def _client(self) -> Any:
-        """The backend's client, built on first use in this process (after fork or unpickling)."""
+        """The backend's client, built on first use in this process (after fork or unpickling).
+
+        Setting `_client_obj` to None makes the next call build a new one."""
+        return self._per_process("_client_obj", self._connect)
+
+    def _per_process(self, name: str, build: Callable[[], Any]) -> Any:
+        """`build()`, made on first use in this process and kept with the pid in attribute
+        `name` (listed in `_transient`; None there means "build again")."""
         pid = os.getpid()
-        if self._client_obj is None or self._client_pid != pid:
+        cached = getattr(self, name, None)
+        if cached is None or cached[0] != pid:
             with self._client_lock:
-                if self._client_obj is None or self._client_pid != pid:
-                    self._client_obj = self._connect()
-                    self._client_pid = pid
-        return self._client_obj
+                cached = getattr(self, name, None)
+                if cached is None or cached[0] != pid:
+                    cached = (pid, build())
+                    setattr(self, name, cached)
+        return cached[1]
 
     def _connect(self) -> Any:
         """Build the backend's client (stores without one never call `_client`)."""
