@@ -103,8 +103,8 @@ def remote_bytes(url: str, server: Any) -> int:
 def one_epoch(impl: str, python: str, url: str, server: Any, workdir: str,
               dataset_bytes: int, predownload: int | None = None,
               mode: str = "epoch") -> dict[str, Any]:
-    """One cold-cache epoch (`mode` "reader_floor": the library-free reader of
-    `_remote_worker.reader_floor`), with the relay's byte count."""
+    """One cold-cache epoch, with the relay's byte count. `mode` "reader_floor" and
+    "link_floor" run the floors of `_remote_worker` instead (ours' interpreter)."""
     cache = tempfile.mkdtemp(prefix=f"cache-{impl}-", dir=workdir)
     relay = ByteCounter(("127.0.0.1", server.port))
     try:
@@ -118,24 +118,6 @@ def one_epoch(impl: str, python: str, url: str, server: Any, workdir: str,
     if "error" not in res:
         res["egress_ratio"] = res["fetched"] / dataset_bytes
     return res
-
-
-def measure_floor(url: str, server: Any, workdir: str, repeat: int) -> float | None:
-    """Best of `repeat` plain concurrent GETs of every object, through the same relay as the
-    libraries (`_remote_worker.link_floor`): the epoch's floor in seconds, or None."""
-    best: float | None = None
-    for _ in range(repeat):
-        relay = ByteCounter(("127.0.0.1", server.port))
-        try:
-            res = _run(sys.executable, {"mode": "link_floor", "url": url},
-                       _env("ours", server, relay.endpoint), workdir)
-        finally:
-            relay.stop()
-        if "error" in res:
-            print(f"[bench_remote] link floor: {res['error']}", file=sys.stderr, flush=True)
-            return None
-        best = res["wall"] if best is None else min(best, res["wall"])
-    return best
 
 
 @dataclass
@@ -179,7 +161,7 @@ def cold_epochs(impls: list[str], interps: dict[str, _venvs.Located], n: int, re
         runs: list[tuple[str, str]] = [(impl, "epoch") for impl in impls
                                        if impl not in results]
         if "ours" in impls and "ours" not in results:
-            runs.append(("ours", "reader_floor"))
+            runs += [("ours", "reader_floor"), ("ours", "link_floor")]
         best: dict[tuple[str, str], dict[str, Any]] = {}
         for attempt in range(repeat):
             for impl, mode in runs:
@@ -188,13 +170,12 @@ def cold_epochs(impls: list[str], interps: dict[str, _venvs.Located], n: int, re
                     continue  # the reference once: it is slow
                 res = one_epoch(impl, interps[impl].python, urls[impl], server, workdir,
                                 sizes[impl], predownload, mode)
-                name = impl if mode == "epoch" else "reader floor"
+                name = impl if mode == "epoch" else mode.replace("_", " ")
                 if "error" in res:
                     best[key] = res
                     continue
                 print(f"[bench_remote] {name:<12} pass {attempt + 1}: "
-                      f"{res['samples'] / res['wall']:,.0f} samples/s", file=sys.stderr,
-                      flush=True)
+                      f"{n / res['wall']:,.0f} samples/s", file=sys.stderr, flush=True)
                 if key not in best or res["wall"] < best[key]["wall"]:
                     best[key] = res
         for (impl, mode), res in best.items():
@@ -202,16 +183,14 @@ def cold_epochs(impls: list[str], interps: dict[str, _venvs.Located], n: int, re
                 results[impl] = res
         ours = results.get("ours")
         if ours is not None and "error" not in ours:
-            reader = best.get(("ours", "reader_floor"), {})
-            if "error" in reader:
-                print(f"[bench_remote] reader floor: {reader['error']}", file=sys.stderr)
-            elif reader:
-                if reader["checksum"] != expected:
-                    raise RuntimeError("the reader floor read other samples than the dataset's")
-                ours["reader_floor"] = reader["wall"]
-            floor = measure_floor(mds_url, server, workdir, repeat)
-            if floor is not None:
-                ours["floor"] = floor
+            for mode, key in (("reader_floor", "reader_floor"), ("link_floor", "floor")):
+                floor = best.get(("ours", mode), {})
+                if "error" in floor:
+                    print(f"[bench_remote] {mode}: {floor['error']}", file=sys.stderr)
+                elif floor:
+                    if floor.get("checksum", expected) != expected:
+                        raise RuntimeError(f"the {mode} read other samples than the dataset's")
+                    ours[key] = floor["wall"]
     finally:
         server.stop()
     return ColdRun(server.name, expected)
