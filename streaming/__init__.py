@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming._version import API_VERSION
 from streaming._version import __version__ as __shardstream_version__  # noqa: F401
+from streaming.lazy_names import lazy_names
 
 # The reference's version, whose API this package implements: code written against MosaicML
 # Streaming compares `streaming.__version__` to gate features. shardstream's own release is
@@ -95,17 +96,14 @@ def _import_without_collections() -> Iterator[None]:
         gc.enable()
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name].split(":")
-        with _import_without_collections():
-            value = getattr(importlib.import_module(module), attr)
-    elif name in _SUBPACKAGES:
-        value = importlib.import_module(f"streaming.{name}")
-    else:
+def _subpackage(name: str) -> Any:
+    if name not in _SUBPACKAGES:
         raise AttributeError(f"module 'streaming' has no attribute {name!r}")
-    globals()[name] = value
-    return value
+    return importlib.import_module(f"streaming.{name}")
+
+
+__getattr__ = lazy_names(__name__, _LAZY, fallback=_subpackage,
+                         importing=_import_without_collections)
 
 
 def __dir__() -> list[str]:

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from streaming.base._lazy import submodules
+from streaming.lazy_names import lazy_names
 
 _LAZY = {
     "StreamingDataLoader": "streaming.loader",
@@ -23,12 +21,5 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-_submodule = submodules(__name__)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:  # `streaming.base.util` and the like, as the reference's
-        return _submodule(name)
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+# any other name: `streaming.base.util` and the like, as the reference's
+__getattr__ = lazy_names(__name__, _LAZY, fallback=submodules(__name__))

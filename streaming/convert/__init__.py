@@ -7,8 +7,7 @@ pyspark, the table converters pyarrow.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from streaming.lazy_names import lazy_names
 
 _LAZY = {
     "ConversionError": "streaming.convert.columns",
@@ -32,12 +31,7 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'streaming.convert' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

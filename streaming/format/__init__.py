@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streaming.errors import IndexFormatError
 from streaming.format.index import (
@@ -19,12 +19,18 @@ from streaming.format.index import (
     load_index,
     shard_path,
 )
-from streaming.format.jsonl import JSONReader, JSONWriter
-from streaming.format.mds import MDSReader, MDSWriter
+from streaming.format.jsonl.reader import JSONReader
+from streaming.format.mds.reader import MDSReader
 from streaming.format.reader import JointReader, Reader
 from streaming.format.split_reader import SplitReader
-from streaming.format.writer import JointWriter, SplitWriter, Writer
-from streaming.format.xsv import CSVReader, CSVWriter, TSVReader, TSVWriter, XSVReader, XSVWriter
+from streaming.format.xsv.reader import CSVReader, TSVReader, XSVReader
+from streaming.lazy_names import lazy_names
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streaming.format.jsonl.writer import JSONWriter
+    from streaming.format.mds.writer import MDSWriter
+    from streaming.format.writer import JointWriter, SplitWriter, Writer
+    from streaming.format.xsv.writer import CSVWriter, TSVWriter, XSVWriter
 
 __all__ = [
     "CSVReader",
@@ -73,10 +79,19 @@ def _reader_class(name: str) -> type[Reader] | None:
     return cls
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ParquetReader":
-        return _reader_class("parquet")
-    raise AttributeError(f"module 'streaming.format' has no attribute {name!r}")
+# Writers load on first use too: a reading process never needs them (nor the storage uploads
+# and progress bars they bring in).
+__getattr__ = lazy_names(__name__, {
+    "ParquetReader": _lazy_readers["parquet"],
+    "JSONWriter": "streaming.format.jsonl.writer",
+    "MDSWriter": "streaming.format.mds.writer",
+    "JointWriter": "streaming.format.writer",
+    "SplitWriter": "streaming.format.writer",
+    "Writer": "streaming.format.writer",
+    "CSVWriter": "streaming.format.xsv.writer",
+    "TSVWriter": "streaming.format.xsv.writer",
+    "XSVWriter": "streaming.format.xsv.writer",
+})
 
 
 def reader_for_entry(dirname: str, split: str | None, entry: ShardEntry) -> Reader:

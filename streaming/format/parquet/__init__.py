@@ -7,7 +7,9 @@ process that reads only MDS pays nothing for Parquet.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streaming.lazy_names import lazy_names
 
 __all__ = ["ParquetReader"]
 
@@ -15,9 +17,4 @@ if TYPE_CHECKING:
     from streaming.format.parquet.reader import ParquetReader
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ParquetReader":
-        from streaming.format.parquet.reader import ParquetReader
-
-        return ParquetReader
-    raise AttributeError(f"module 'streaming.format.parquet' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"ParquetReader": "streaming.format.parquet.reader"})
