@@ -35,6 +35,8 @@ Defined next to the code that raises them (and deriving from `StreamingError` al
 Warnings::
 
     RemoteUnavailableWarning (UserWarning)   no remote index; the cached copy is used
+    UnverifiedCacheWarning (UserWarning)     the remote index changed; some cached files are
+                                             kept on their unchanged size alone
 """
 
 from __future__ import annotations
@@ -110,3 +112,8 @@ class ReservedCharacterError(StreamingError, ValueError, AssertionError):
 
 class RemoteUnavailableWarning(UserWarning):
     """A stream's remote index could not be read, so its cached copy is used instead."""
+
+
+class UnverifiedCacheWarning(UserWarning):
+    """The remote index changed, and cached files it lists with the same size and no digest were
+    kept: nothing can tell them from the files of a dataset rewritten in place."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from streaming.errors import IndexFormatError, RemoteUnavailableWarning
+from streaming.errors import IndexFormatError, RemoteUnavailableWarning, UnverifiedCacheWarning
 from streaming.format.fileio import write_atomic
 from streaming.format.index import (
     IN_PLACE_VERSION,
@@ -201,7 +201,22 @@ class IndexCache:
             if old == loaded.text:
                 return
             try:
-                drop_changed_files(self.local_dir, parse_index(old, self.path), loaded.entries)
+                refresh = drop_changed_files(self.local_dir, parse_index(old, self.path),
+                                             loaded.entries)
             except IndexFormatError as err:  # includes unsafe file names in the old copy
                 log.warning("Replacing the unusable cached index %s (%s).", self.path, err)
+            else:
+                self._warn_unverified(refresh.unverified)
         write_atomic(self.path, [loaded.text])
+
+    def _warn_unverified(self, unverified: list[str]) -> None:
+        if not unverified:
+            return
+        shown = ", ".join(unverified[:3]) + (", ..." if len(unverified) > 3 else "")
+        warnings.warn(UnverifiedCacheWarning(
+            f"The index of {self.remote} changed since {self.local_dir} cached it. "
+            f"{len(unverified)} cached file(s) ({shown}) have the same size in both indexes "
+            f"and no digest to compare, so they are kept as they are: right if the dataset "
+            f"only grew, stale if it was rewritten in place. After an in-place rewrite, delete "
+            f"the cache directory (or write the dataset with `hashes=[...]`, whose digests "
+            f"tell a rewritten file apart)."), stacklevel=2)

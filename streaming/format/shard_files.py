@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from streaming.format.index import FileInfo, ShardEntry, check_basename
 
-__all__ = ["RAW", "ZIP", "ShardFiles", "SourceRanges", "drop_changed_files", "list_files"]
+__all__ = ["RAW", "ZIP", "CacheRefresh", "ShardFiles", "SourceRanges", "drop_changed_files",
+           "list_files"]
 
 RAW, ZIP = 0, 1  # which form, as an index into a (raw, zip) file pair
 
@@ -179,24 +180,36 @@ def list_files(local_dir: str) -> set[str]:
     return listing
 
 
+@dataclass(frozen=True)
+class CacheRefresh:
+    """What `drop_changed_files` did to a cache when the index changed."""
+
+    removed: list[str]  # basenames deleted: the new index describes them differently, or not
+    unverified: list[str]  # basenames kept on an unchanged size alone (no digest to compare)
+
+
 def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
-                       new: Sequence[ShardEntry]) -> list[str]:
+                       new: Sequence[ShardEntry]) -> CacheRefresh:
     """Delete files of `local_dir` that the new index describes differently, or not at all.
 
     The reference trusts a cached index.json forever, so a dataset rewritten in place is read
     with a stale shard list. Comparing the cached index with the remote's and deleting the files
     whose recorded size or digests changed (or whose shard disappeared) makes them fetched again.
 
-    Returns:
-        The basenames removed.
+    A file the index gives no digest for, and whose size did not change, is kept: a dataset that
+    grew by new shards must not be fetched again whole. But a dataset rewritten in place with
+    samples of the same sizes (fixed-length tokens) looks the same, so such files are reported
+    as `unverified` for the caller to warn about.
     """
     before = {info.basename: info for entry in old for info in entry.files()}
     after = {info.basename: info for entry in new for info in entry.files()}
-    removed = []
+    removed, unverified = [], []
     for basename, info in before.items():
-        if after.get(basename) == info:
-            continue
         path = os.path.join(local_dir, check_basename(basename))
+        if after.get(basename) == info:
+            if not info.hashes and os.path.exists(path):
+                unverified.append(basename)
+            continue
         if os.path.exists(path):
             os.remove(path)
             removed.append(basename)
@@ -204,4 +217,4 @@ def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
         for copy in glob.glob(glob.escape(path) + ".c" + "[0-9a-f]" * 8):
             os.remove(copy)
             removed.append(os.path.relpath(copy, local_dir))
-    return removed
+    return CacheRefresh(removed, unverified)

@@ -10,10 +10,12 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import pytest
 
 from streaming import StreamingDataLoader, StreamingDataset
+from streaming.errors import UnverifiedCacheWarning
 from tests.dataset.conftest import write_ints
 
 
@@ -27,6 +29,37 @@ def test_index_changed_under_a_cached_copy(make_ints, cache_dir, tmp_path) -> No
     write_ints(remote, range(100, 140), size_limit=400)
     with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
         assert [s["v"] for s in ds] == list(range(100, 140))
+
+
+def test_a_same_size_rewrite_without_digests_is_named_in_a_warning(make_ints, cache_dir) -> None:
+    """Shards of a rewritten dataset with the sizes of the old ones cannot be told apart without
+    a digest: they stay cached (a dataset that only grew must not be fetched again), and the
+    warning names them and what to do."""
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    shutil.rmtree(remote)
+    write_ints(remote, range(100, 125))  # shards 0-4 alike in size; shard 5 is gone
+    with pytest.warns(UnverifiedCacheWarning, match=r"5 cached file\(s\) \(shard.00000.mds, "
+                      r"shard.00001.mds, shard.00002.mds, \.\.\.\) have the same size"):
+        ds = StreamingDataset(remote=remote, local=local, batch_size=4)
+    with ds:
+        assert [s["v"] for s in ds] == list(range(25))  # what the warning is about
+    assert not os.path.exists(os.path.join(local, "shard.00005.mds"))
+
+
+def test_a_same_size_rewrite_with_digests_is_fetched_again(make_ints, cache_dir) -> None:
+    remote = make_ints(range(30), hashes=["xxh64"])
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    shutil.rmtree(remote)
+    write_ints(remote, range(100, 130), hashes=["xxh64"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnverifiedCacheWarning)
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(100, 130))
 
 
 def test_shard_deleted_from_cache_mid_epoch_is_fetched_again(ints30, cache_dir) -> None:
