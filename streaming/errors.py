@@ -36,7 +36,8 @@ Warnings::
 
     RemoteUnavailableWarning (UserWarning)   no remote index; the cached copy is used
     UnverifiedCacheWarning (UserWarning)     the remote index changed; some cached files are
-                                             kept on their unchanged size alone
+                                             kept on their unchanged size alone (no digest,
+                                             no modification time at the remote)
 """
 
 from __future__ import annotations
@@ -116,4 +117,5 @@ class RemoteUnavailableWarning(UserWarning):
 
 class UnverifiedCacheWarning(UserWarning):
     """The remote index changed, and cached files it lists with the same size and no digest were
-    kept: nothing can tell them from the files of a dataset rewritten in place."""
+    kept: with no modification time at the remote either (a store that cannot list them),
+    nothing tells them from the files of a dataset rewritten in place."""

@@ -5,7 +5,9 @@ retries and per-attempt deadline) and parsed before anything is cached, so a cha
 wins over the cached one and a broken one never replaces a good copy. If the remote's index
 cannot be read at all (missing, refused, unreachable, failing) but a cached copy exists, that copy
 is used with one `RemoteUnavailableWarning`: training goes on from a warmed cache. Caching a new
-index (once per node) deletes the cached files it no longer vouches for.
+index (once per node) deletes the cached files it no longer vouches for, and those the remote
+rewrote since they were cached (by its listing's modification times, for files the index gives
+no digest); an `UnverifiedCacheWarning` names any it cannot judge.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from streaming.format.index import (
     get_index_basename,
     parse_index,
 )
-from streaming.format.shard_files import drop_changed_files
+from streaming.format.shard_files import KeptShard, drop_changed_files, drop_rewritten
 from streaming.format.shard_table import (
     TABLE_MIN_SHARDS,
     TABLE_SUFFIX,
@@ -206,17 +208,36 @@ class IndexCache:
             except IndexFormatError as err:  # includes unsafe file names in the old copy
                 log.warning("Replacing the unusable cached index %s (%s).", self.path, err)
             else:
-                self._warn_unverified(refresh.unverified)
+                self._judge_unverified(refresh.unverified)
         write_atomic(self.path, [loaded.text])
 
-    def _warn_unverified(self, unverified: list[str]) -> None:
-        if not unverified:
+    def _judge_unverified(self, kept: list[KeptShard]) -> None:
+        """Drop the kept shards the remote rewrote since they were cached, by its listing's
+        modification times; warn about those it cannot judge (no times, no listing)."""
+        if not kept:
             return
-        shown = ", ".join(unverified[:3]) + (", ..." if len(unverified) > 3 else "")
+        times = None
+        if self.store is not None and self.store.supports_listing:
+            try:
+                times = self.store.list_modified()
+            except Exception as err:  # listing refused (a read-only policy) or failing
+                log.debug("Could not list %s for modification times (%s: %s)", self.remote,
+                          type(err).__name__, err)
+        if times is not None:
+            refresh = drop_rewritten(self.local_dir, kept, times)
+            if refresh.removed:
+                log.info("The index of %s changed and %d cached file(s) were rewritten at the "
+                         "remote since: deleted, to be fetched again.", self.remote,
+                         len(refresh.removed))
+            kept = refresh.unverified
+        if not kept:
+            return
+        names = [name for shard in kept for name in shard.cached]
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         warnings.warn(UnverifiedCacheWarning(
             f"The index of {self.remote} changed since {self.local_dir} cached it. "
-            f"{len(unverified)} cached file(s) ({shown}) have the same size in both indexes "
-            f"and no digest to compare, so they are kept as they are: right if the dataset "
-            f"only grew, stale if it was rewritten in place. After an in-place rewrite, delete "
-            f"the cache directory (or write the dataset with `hashes=[...]`, whose digests "
-            f"tell a rewritten file apart)."), stacklevel=2)
+            f"{len(names)} cached file(s) ({shown}) have the same size in both indexes, no "
+            f"digest to compare and no modification time at the remote to go by, so they are "
+            f"kept as they are: right if the dataset only grew, stale if it was rewritten in "
+            f"place. After an in-place rewrite, delete the cache directory (or write the dataset "
+            f"with `hashes=[...]`, whose digests tell a rewritten file apart)."), stacklevel=2)

@@ -10,15 +10,16 @@ shared state.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from streaming.format.index import FileInfo, ShardEntry, check_basename
 
-__all__ = ["RAW", "ZIP", "CacheRefresh", "ShardFiles", "SourceRanges", "drop_changed_files",
-           "list_files"]
+__all__ = ["RAW", "ZIP", "CacheRefresh", "KeptShard", "ShardFiles", "SourceRanges",
+           "drop_changed_files", "drop_rewritten", "list_files"]
 
 RAW, ZIP = 0, 1  # which form, as an index into a (raw, zip) file pair
 
@@ -181,11 +182,21 @@ def list_files(local_dir: str) -> set[str]:
 
 
 @dataclass(frozen=True)
+class KeptShard:
+    """A shard whose cached files stay only because the index lists them with unchanged sizes
+    and no digest: the basenames of all its files (the remote holds some of them: the zip form
+    of a compressed shard, else the raw one) and those in the cache."""
+
+    names: tuple[str, ...]
+    cached: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CacheRefresh:
-    """What `drop_changed_files` did to a cache when the index changed."""
+    """What `drop_changed_files` (or `drop_rewritten`) did to a cache when the index changed."""
 
     removed: list[str]  # basenames deleted: the new index describes them differently, or not
-    unverified: list[str]  # basenames kept on an unchanged size alone (no digest to compare)
+    unverified: list[KeptShard]  # shards kept on unchanged sizes alone
 
 
 def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
@@ -198,23 +209,57 @@ def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
 
     A file the index gives no digest for, and whose size did not change, is kept: a dataset that
     grew by new shards must not be fetched again whole. But a dataset rewritten in place with
-    samples of the same sizes (fixed-length tokens) looks the same, so such files are reported
-    as `unverified` for the caller to warn about.
+    samples of the same sizes (fixed-length tokens) looks the same, so such shards are returned
+    as `unverified`, for `drop_rewritten` to judge by the remote's modification times.
     """
-    before = {info.basename: info for entry in old for info in entry.files()}
     after = {info.basename: info for entry in new for info in entry.files()}
-    removed, unverified = [], []
-    for basename, info in before.items():
-        path = os.path.join(local_dir, check_basename(basename))
-        if after.get(basename) == info:
-            if not info.hashes and os.path.exists(path):
-                unverified.append(basename)
-            continue
-        if os.path.exists(path):
-            os.remove(path)
-            removed.append(basename)
-        # A shard read in place also leaves projected copies `<name>.c<key>` (Parquet).
-        for copy in glob.glob(glob.escape(path) + ".c" + "[0-9a-f]" * 8):
-            os.remove(copy)
-            removed.append(os.path.relpath(copy, local_dir))
+    removed: list[str] = []
+    unverified: list[KeptShard] = []
+    for entry in old:
+        infos = list(entry.files())
+        cached = []
+        for info in infos:
+            path = os.path.join(local_dir, check_basename(info.basename))
+            if after.get(info.basename) == info:
+                if not info.hashes and os.path.exists(path):
+                    cached.append(info.basename)
+                continue
+            if os.path.exists(path):
+                os.remove(path)
+                removed.append(info.basename)
+            # A shard read in place also leaves projected copies `<name>.c<key>` (Parquet).
+            for copy in glob.glob(glob.escape(path) + ".c" + "[0-9a-f]" * 8):
+                os.remove(copy)
+                removed.append(os.path.relpath(copy, local_dir))
+        if cached:
+            unverified.append(KeptShard(tuple(info.basename for info in infos), tuple(cached)))
     return CacheRefresh(removed, unverified)
+
+
+def drop_rewritten(local_dir: str, kept: Iterable[KeptShard],
+                   remote_times: Mapping[str, float]) -> CacheRefresh:
+    """Delete the cached files of each kept shard whose remote file was modified after the
+    oldest of them was written here: the dataset was rewritten in place since it was cached.
+
+    `remote_times` is the remote's listing (`Store.list_modified`). A shard none of whose files
+    it lists cannot be judged and is returned as still `unverified`. A server clock ahead of ours
+    can only make a file look newer, which costs a download, never a stale read.
+    """
+    removed: list[str] = []
+    unknown: list[KeptShard] = []
+    for shard in kept:
+        remote = [remote_times[name] for name in shard.names if name in remote_times]
+        if not remote:
+            unknown.append(shard)
+            continue
+        paths = [os.path.join(local_dir, name) for name in shard.cached]
+        try:
+            written = min(os.stat(path).st_mtime for path in paths)
+        except FileNotFoundError:  # dropped meanwhile: fetched again anyway
+            continue
+        if max(remote) > written:
+            for name, path in zip(shard.cached, paths, strict=True):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+                    removed.append(name)
+    return CacheRefresh(removed, unknown)

@@ -356,14 +356,13 @@ class ObstoreBackedStore(Store):
                 "it).") from None
 
     @forksafe
-    def list(self, prefix: str = "") -> list[str]:
+    def list_modified(self, prefix: str = "") -> dict[str, float]:
         # obstore lists by directory; narrow to the string prefix ourselves.
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else None
         with self._errors(prefix):
-            found: list[str] = []
-            for batch in obstore.list(self._client(), prefix=directory):
-                found.extend(meta["path"] for meta in batch if meta["path"].startswith(prefix))
-        return sorted(found)
+            return {meta["path"]: meta["last_modified"].timestamp()
+                    for batch in obstore.list(self._client(), prefix=directory)
+                    for meta in batch if meta["path"].startswith(prefix)}
 
 
 def _write_first_part(result: Any, out: MeteredWriter, part: int, url: str) -> None:

@@ -199,9 +199,23 @@ class Store(ABC):
     def upload(self, local_path: str, path: str) -> None:
         """Store the local file under `path`, replacing any existing object."""
 
-    @abstractmethod
     def list(self, prefix: str = "") -> list[str]:
-        """Sorted relative paths of every object (recursively) whose path starts with `prefix`."""
+        """Sorted relative paths of every object (recursively) whose path starts with `prefix`.
+
+        A store implements this or `list_modified`."""
+        found = self.list_modified(prefix)
+        if found is None:
+            raise NotImplementedError(f"{type(self).__name__} implements neither list nor "
+                                      "list_modified")
+        return sorted(found)
+
+    def list_modified(self, prefix: str = "") -> dict[str, float] | None:
+        """The objects `list` names, each with its last modification time (seconds since the
+        epoch, by the server's clock); None when this store's listing carries no times.
+
+        How the cache tells a file rewritten at the remote from the copy it holds when the index
+        gives no digest (`streaming.cache.index_cache`)."""
+        return None
 
     def check_container(self) -> None:
         """Fail now if the bucket (container) this store lives in does not exist, so a writer

@@ -116,9 +116,10 @@ class GCSStore(Store):
         with self._errors(path):
             self._blob(path).upload_from_filename(local_path, timeout=self.timeout)
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list_modified(self, prefix: str = "") -> dict[str, float]:
         cut = len(self.prefix) + 1 if self.prefix else 0
         with self._errors(prefix):
             blobs = self._client().client.list_blobs(self.bucket_name, prefix=self._key(prefix),
                                                      timeout=self.timeout)
-            return sorted(blob.name[cut:] for blob in blobs)
+            return {blob.name[cut:]: blob.updated.timestamp() if blob.updated else 0.0
+                    for blob in blobs}

@@ -6,6 +6,7 @@ reader never sees half a file. Errors keep the OS's wording ("No such file or di
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -132,12 +133,13 @@ class LocalStore(Store):
         with replacing(target) as tmp:
             shutil.copyfile(local_path, tmp)
 
-    def list(self, prefix: str = "") -> list[str]:
-        found = []
+    def list_modified(self, prefix: str = "") -> dict[str, float]:
+        found = {}
         for dirpath, _, files in os.walk(self.root):
             rel_dir = os.path.relpath(dirpath, self.root)
             for name in files:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
                 if rel.startswith(prefix):
-                    found.append(rel)
-        return sorted(found)
+                    with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+                        found[rel] = os.stat(os.path.join(dirpath, name)).st_mtime
+        return found

@@ -190,8 +190,8 @@ class S3Store(ObstoreBackedStore):
         return self._unsigned_fallback(super().download, path, local_path, **kwargs)
 
     @forksafe
-    def list(self, prefix: str = "") -> list[str]:
-        return self._unsigned_fallback(super().list, prefix)
+    def list_modified(self, prefix: str = "") -> dict[str, float]:
+        return self._unsigned_fallback(super().list_modified, prefix)
 
     @forksafe
     def check_container(self) -> None:

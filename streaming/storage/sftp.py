@@ -138,11 +138,11 @@ class SFTPStore(Store):
                 sftp.remove(tmp)
                 raise
 
-    def list(self, prefix: str = "") -> list[str]:
-        found: list[str] = []
+    def list_modified(self, prefix: str = "") -> dict[str, float]:
+        found: dict[str, float] = {}
         with self._sftp(prefix) as sftp:
             _walk(sftp, self.root, "", prefix, found)
-        return sorted(found)
+        return found
 
 
 def _makedirs(sftp: paramiko.SFTPClient, directory: str) -> None:
@@ -161,8 +161,10 @@ def _makedirs(sftp: paramiko.SFTPClient, directory: str) -> None:
             pass  # created meanwhile by another writer
 
 
-def _walk(sftp: paramiko.SFTPClient, base: str, rel: str, prefix: str, found: list[str]) -> None:
-    """Collect files under ``base/rel`` whose relative path starts with `prefix`."""
+def _walk(sftp: paramiko.SFTPClient, base: str, rel: str, prefix: str,
+          found: dict[str, float]) -> None:
+    """Collect files under ``base/rel`` whose relative path starts with `prefix`, with their
+    modification times (whole seconds: SFTP's)."""
     try:
         entries = sftp.listdir_attr(posixpath.join(base, rel) if rel else base)
     except FileNotFoundError:
@@ -173,4 +175,4 @@ def _walk(sftp: paramiko.SFTPClient, base: str, rel: str, prefix: str, found: li
             if prefix.startswith(child + "/") or child.startswith(prefix) or not prefix:
                 _walk(sftp, base, child, prefix, found)
         elif child.startswith(prefix):
-            found.append(child)
+            found[child] = float(entry.st_mtime or 0)

@@ -31,22 +31,42 @@ def test_index_changed_under_a_cached_copy(make_ints, cache_dir, tmp_path) -> No
         assert [s["v"] for s in ds] == list(range(100, 140))
 
 
-def test_a_same_size_rewrite_without_digests_is_named_in_a_warning(make_ints, cache_dir) -> None:
-    """Shards of a rewritten dataset with the sizes of the old ones cannot be told apart without
-    a digest: they stay cached (a dataset that only grew must not be fetched again), and the
-    warning names them and what to do."""
+def test_a_same_size_rewrite_without_digests_is_caught_by_modification_time(
+        make_ints, cache_dir) -> None:
+    """Shards of a dataset rewritten in place with the sizes of the old ones (no digests): the
+    remote's listing shows them modified after the cache copied them, so they are fetched
+    again (without a listing, `tests/storage/test_storage_index_remote.py`: a warning)."""
     remote = make_ints(range(30))
     local = cache_dir()
     with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
         assert [s["v"] for s in ds] == list(range(30))
     shutil.rmtree(remote)
     write_ints(remote, range(100, 125))  # shards 0-4 alike in size; shard 5 is gone
-    with pytest.warns(UnverifiedCacheWarning, match=r"5 cached file\(s\) \(shard.00000.mds, "
-                      r"shard.00001.mds, shard.00002.mds, \.\.\.\) have the same size"):
-        ds = StreamingDataset(remote=remote, local=local, batch_size=4)
-    with ds:
-        assert [s["v"] for s in ds] == list(range(25))  # what the warning is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnverifiedCacheWarning)
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(100, 125))
     assert not os.path.exists(os.path.join(local, "shard.00005.mds"))
+
+
+def test_a_dataset_that_grew_keeps_its_cached_shards(make_ints, cache_dir, tmp_path) -> None:
+    """New shards and a new index beside untouched old shards: nothing cached is fetched
+    again, and nothing is warned about."""
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    cached = {name: os.stat(os.path.join(local, name)).st_ino for name in os.listdir(local)
+              if name.endswith(".mds")}
+    assert len(cached) == 6
+    grown = write_ints(str(tmp_path / "grown"), range(40))
+    for name in ("shard.00006.mds", "shard.00007.mds", "index.json"):
+        shutil.copy(os.path.join(grown, name), os.path.join(remote, name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnverifiedCacheWarning)
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(40))
+    assert {name: os.stat(os.path.join(local, name)).st_ino for name in cached} == cached
 
 
 def test_a_same_size_rewrite_with_digests_is_fetched_again(make_ints, cache_dir) -> None:

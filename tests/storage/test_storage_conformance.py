@@ -11,6 +11,7 @@ import pickle
 import random
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,6 +21,9 @@ from streaming.storage import Store, fetch, open_store
 from streaming.storage._obstore import ObstoreBackedStore
 from tests.storage.doubles import CountingStore
 from tests.storage.servers import Server
+
+# stores whose listing carries no modification times
+_LISTS_WITHOUT_TIMES = {"MemoryStore"}
 
 
 def payload(n: int, seed: int = 0) -> bytes:
@@ -127,6 +131,20 @@ class StoreTests:
         assert store.list("dir/") == ["dir/b.bin", "dir/sub/c.bin"]
         assert store.list("dir/sub/c") == ["dir/sub/c.bin"]
         assert store.list("zzz") == []
+
+    def test_list_modified_gives_each_object_its_time(self, store: Store,
+                                                      seeded: dict[str, bytes]) -> None:
+        if not store.supports_listing:
+            pytest.skip(f"{type(store).__name__} does not list")
+        times = store.list_modified()
+        if times is None:  # the cache then warns instead (test_storage_index_remote.py)
+            assert type(store).__name__ in _LISTS_WITHOUT_TIMES
+            return
+        assert sorted(times) == store.list() == sorted(seeded)
+        now = time.time()
+        # just seeded: within the last hour by the server's clock (whole seconds on some)
+        assert all(now - 3600 < t <= now + 60 for t in times.values()), times
+        assert sorted(store.list_modified("dir/")) == ["dir/b.bin", "dir/sub/c.bin"]
 
     def test_upload_round_trip(self, store: Store, tmp_path: Any) -> None:
         if not store.supports_writes:

@@ -9,13 +9,14 @@ unreachable.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from streaming import StreamingDataset
-from streaming.errors import IndexFormatError, RemoteUnavailableWarning
+from streaming import MDSWriter, StreamingDataset
+from streaming.errors import IndexFormatError, RemoteUnavailableWarning, UnverifiedCacheWarning
 from tests.storage.proxy import Fault, FaultProxy
 from tests.storage.sample_data import check_sample, publish
 from tests.storage.servers import Server
@@ -103,3 +104,51 @@ def test_a_bad_remote_index_is_neither_cached_nor_over_a_good_copy(http_server: 
                        "corrupted"):
         _open(url, cache)
     assert (cache / "index.json").read_bytes() == good
+
+
+def _seed_values(server: Server, url: str, values: range, tmp_path: Any) -> None:
+    """A zstd dataset of samples {'v': value}, 4 per shard and no digests, seeded at `url`
+    (replacing what is there): full shards have the same raw size whatever the values."""
+    out = tmp_path / f"out-{values.start}-{len(values)}"
+    with MDSWriter(out=str(out), columns={"v": "int"}, size_limit=226,
+                   compression="zstd") as writer:
+        for value in values:
+            writer.write({"v": value})
+    for path in sorted(out.iterdir()):
+        server.seed(f"{url}/{path.name}", path.read_bytes())
+
+
+def _next_whole_second() -> None:
+    """Wait until the clock has entered a later whole second: S3 lists modification times in
+    whole seconds, so a rewrite must not share the second of the copy it makes stale."""
+    target = int(time.time()) + 1.05
+    while time.time() < target:
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("where", ["s3", "http"])
+def test_a_same_size_rewrite_in_place_is_caught_by_the_listing_or_named(
+        where: str, seaweed_server: Server, http_server: Server, tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dataset is rewritten at its remote with other values in shards of the same sizes (no
+    digests in the index). An S3 listing's modification times show the cached copies are older:
+    they are fetched again. HTTP cannot list: the warning names the files kept."""
+    server = seaweed_server.apply_env(monkeypatch) if where == "s3" else http_server
+    url = server.fresh_url()
+    _seed_values(server, url, range(30), tmp_path)
+    cache = tmp_path / "cache"
+    with _open(url, cache) as dataset:
+        assert [s["v"] for s in dataset] == list(range(30))
+    _next_whole_second()
+    _seed_values(server, url, range(100, 125), tmp_path)  # 6 full shards of 8 again, then 1
+    if where == "s3":
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnverifiedCacheWarning)
+            with _open(url, cache) as dataset:
+                assert [s["v"] for s in dataset] == list(range(100, 125))
+    else:
+        with pytest.warns(UnverifiedCacheWarning, match=r"6 cached file\(s\) \(shard.00000.mds, "
+                          r"shard.00001.mds, shard.00002.mds, \.\.\.\) have the same size"):
+            dataset = _open(url, cache)
+        with dataset:  # what the warning is about: the old values of the 6 shards kept
+            assert [s["v"] for s in dataset] == [*range(24), 124]
