@@ -218,6 +218,11 @@ class IndexCache:
             return
         times = None
         if self.store is not None and self.store.supports_listing:
+            # One listing of the whole remote (a request per 1,000 objects on S3), so a long
+            # start after a big dataset's index changed says why.
+            log.info("The index of %s changed: listing it to compare %d cached shard(s) that "
+                     "have no digest with the remote's modification times.", self.remote,
+                     len(kept))
             try:
                 times = self.store.list_modified()
             except Exception as err:  # listing refused (a read-only policy) or failing
