@@ -7,7 +7,7 @@ Importing this package never imports torch or the storage layer.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -68,21 +68,20 @@ _readers: dict[str, type[Reader]] = {
 
 
 # formats whose reader is imported on first use (a process reading only MDS never loads them)
-_lazy_readers = {"parquet": "streaming.format.parquet.reader:ParquetReader"}
+_lazy_readers = {"parquet": "ParquetReader"}  # the package attribute (`__getattr__` below)
 
 
 def _reader_class(name: str) -> type[Reader] | None:
     cls = _readers.get(name)
     if cls is None and name in _lazy_readers:
-        module, attr = _lazy_readers[name].split(":")
-        cls = _readers[name] = getattr(importlib.import_module(module), attr)
+        cls = _readers[name] = getattr(sys.modules[__name__], _lazy_readers[name])
     return cls
 
 
 # Writers load on first use too: a reading process never needs them (nor the storage uploads
 # and progress bars they bring in).
 __getattr__ = lazy_names(__name__, {
-    "ParquetReader": _lazy_readers["parquet"],
+    "ParquetReader": "streaming.format.parquet.reader",
     "JSONWriter": "streaming.format.jsonl.writer",
     "MDSWriter": "streaming.format.mds.writer",
     "JointWriter": "streaming.format.writer",
