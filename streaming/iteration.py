@@ -117,6 +117,11 @@ class EpochReads:
         wait for the consumer to get near it."""
         return self.cache.cache_limit is None and self.cache.is_local(shard)
 
+    def all_settled(self) -> bool:
+        """Whether every shard of the node is `settled`: a warm cache with no limit, where a
+        prefetcher would only walk the epoch's shards and pass each over."""
+        return self.cache.cache_limit is None and self.cache.all_local()
+
     def prepare(self, shard: int) -> None:
         """Best-effort, non-blocking preparation (the prefetcher's step)."""
         self.cache.prepare(shard, blocking=False)

@@ -184,7 +184,13 @@ class Prefetcher:
     def start(self) -> None:
         """Start the threads; the first shard is claimed here, before the consumer's first
         read can ask for it, so the consumer waits for this fetch instead of starting its own
-        while the prefetcher moves on to the next shard and halves the first one's bandwidth."""
+        while the prefetcher moves on to the next shard and halves the first one's bandwidth.
+
+        Over a warm cache with no limit it starts no thread at all: every shard would be passed
+        over, and starting a thread waits for the scheduler to run it (milliseconds before the
+        first batch when other jobs load the cores)."""
+        if self.reads.all_settled():
+            return
         self.reads.watch(self)
         with self._lock:
             self._seen_bytes = self._fetched_bytes()
@@ -248,6 +254,7 @@ class Prefetcher:
             self._spawn(count)
 
     def _run(self, slot: int) -> None:
+        time.sleep(0)  # hand the GIL straight back to the consumer that started this thread
         while not self.stop.is_set() and (item := self._take(slot)) is not None:
             shard, position, claimed = item
             if not claimed and self.reads.settled(shard):  # a warm cache: nothing to wait for

@@ -86,6 +86,9 @@ class FakeCache:
     def is_local(self, shard: int) -> bool:  # local once prepared (none is to begin with)
         return shard in self.prepared
 
+    def all_local(self) -> bool:
+        return set(range(len(self.access_times))) <= set(self.prepared)
+
     def egress(self) -> dict[str, Any]:
         return {"bytes": 1000 * len(self.prepared), "seconds": 0.0}
 
@@ -345,9 +348,10 @@ def test_bulk_reads_of_real_shards_equal_random_access(tmp_path: Any, fmt: str,
 
 @pytest.mark.parametrize("limit", [None, 10**9])
 def test_a_warm_cache_leaves_the_prefetcher_nothing_to_wait_for(limit: int | None) -> None:
-    """Shards local already (no cache limit to evict them) are passed over at once, so the
-    prefetcher's threads end instead of polling the consumer's progress all epoch; under a
-    cache limit they wait as before (a shard may be evicted before its use)."""
+    """Every shard local already, with no cache limit to evict them: no prefetch thread is
+    started at all (it would only pass each shard over, and starting it costs the consumer
+    its first batch's time on a loaded machine). Under a cache limit the threads run and wait
+    for the consumer as before (a shard may be evicted before its use)."""
     reads, _, cache, _ = make_reads([50] * 6)
     cache.prepared.extend(range(6))
     cache.cache_limit = limit
@@ -355,11 +359,26 @@ def test_a_warm_cache_leaves_the_prefetcher_nothing_to_wait_for(limit: int | Non
     reads.background = running
     samples = iterate_epoch(np.arange(300, dtype=np.int64), reads, predownload=10)
     next(samples)
-    (prefetcher,) = list(running._running)
     if limit is None:
-        wait_until(lambda: not any(t.is_alive() for t in prefetcher.threads) or None,
-                   timeout=30, what="the prefetcher's threads to end")
-        assert set(cache.prepared[6:]) <= {0}  # (the fake grants the first shard's claim)
+        assert not list(running._running)
+        assert cache.prepared[6:] == []
     else:
+        (prefetcher,) = list(running._running)
         assert any(t.is_alive() for t in prefetcher.threads)  # waiting for the consumer
+    assert len(list(samples)) == 299
+
+
+def test_a_partly_warm_cache_passes_the_local_shards_over() -> None:
+    """One shard still remote: the threads start, pass the local shards over at once and
+    prepare only the remote one (then end: nothing is left to wait for)."""
+    reads, _, cache, _ = make_reads([50] * 6)
+    cache.prepared.extend(range(5))
+    running = Prefetchers()
+    reads.background = running
+    samples = iterate_epoch(np.arange(300, dtype=np.int64), reads, predownload=400)
+    next(samples)
+    (prefetcher,) = list(running._running)
+    wait_until(lambda: not any(t.is_alive() for t in prefetcher.threads) or None,
+               timeout=30, what="the prefetcher's threads to end")
+    assert set(cache.prepared[5:]) <= {0, 5} and 5 in cache.prepared[5:]
     assert len(list(samples)) == 299

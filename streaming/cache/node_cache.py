@@ -123,6 +123,10 @@ class NodeCache(NodeMetrics):
     def is_local(self, shard: int) -> bool:
         return self.claims.state(shard) == ShardState.LOCAL
 
+    def all_local(self) -> bool:
+        """Whether every shard of the node is local now (one pass over the state table)."""
+        return bool((self.claims.states.numpy() == ShardState.LOCAL).all())
+
     def touch(self, shard: int) -> None:
         """Stamp a use of `shard` (for least-recently-used eviction)."""
         self.access_times.numpy()[shard] = time.time_ns()
