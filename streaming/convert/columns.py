@@ -184,14 +184,30 @@ def _fixed_bytes(values: np.ndarray, width: int) -> list[bytes]:
 
 
 def _numpy(array: pa.Array, dtype: str, name: str) -> np.ndarray:
-    """An Arrow array of numbers as numpy in `dtype` (numpy casting, like ``np.<dtype>(v)``)."""
+    """An Arrow array of numbers as numpy in `dtype`, refusing values it cannot hold.
+
+    An integer target takes Arrow's checked cast: a value out of range (300 as uint8, a uint64
+    above 2**63 as int64) or a float with a fraction fails, as ``MDSWriter`` fails on
+    ``np.uint8(300)``, instead of wrapping around in silence. A float target may round (as
+    float64 to float32 does) but not overflow to infinity.
+    """
     import pyarrow as pa
 
-    if not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)
-            or pa.types.is_boolean(array.type)):
-        array = _cast(array, pa.from_numpy_dtype(np.dtype(dtype)), name)
-    return array.to_numpy(zero_copy_only=False).astype(np.dtype(dtype).newbyteorder("<"),
-                                                        copy=False)
+    target = np.dtype(dtype)
+    numeric = (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)
+               or pa.types.is_boolean(array.type))
+    if not numeric or (target.kind in "iub" and array.type != pa.from_numpy_dtype(target)):
+        array = _cast(array, pa.from_numpy_dtype(target), name)
+    values = array.to_numpy(zero_copy_only=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = values.astype(target.newbyteorder("<"), copy=False)
+    if target.kind == "f" and values.dtype.kind in "iuf":
+        overflow = np.isinf(cast) & np.isfinite(values)
+        if overflow.any():
+            row = int(np.flatnonzero(overflow)[0])
+            raise ConversionError(f"Column {name!r}: value {values[row].item()!r} is out of range "
+                                  f"for {target.name} (it would become infinity).")
+    return cast
 
 
 def _cast(array: pa.Array, target: pa.DataType, name: str) -> pa.Array:

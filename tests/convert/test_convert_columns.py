@@ -86,3 +86,30 @@ def test_casts_for_overrides() -> None:
     assert column_values(pa.array(["1.5"]), "str_decimal", "d") == [decimal.Decimal("1.5")]
     with pytest.raises(ConversionError, match="cannot convert"):
         column_values(pa.array(["x"]), "int32", "s")
+
+
+@pytest.mark.parametrize("array, encoding, says", [
+    (pa.array([1, 300]), "uint8", "300 not in range"),
+    (pa.array([70000]), "uint16", "70000 not in range"),
+    (pa.array([-1]), "uint32", "-1 not in range"),
+    (pa.array([2**63 + 5], pa.uint64()), "int", "not in range"),
+    (pa.array([1.5]), "int", "truncated"),
+    (pa.array([[1, 128]]), "ndarray:int8", "128 not in range"),
+    (pa.array([1e300]), "float32", "out of range for float32"),
+    (pa.array([1e300]), "float16", "out of range for float16"),
+])
+def test_a_narrower_override_refuses_values_it_cannot_hold(array: object, encoding: str,
+                                                           says: str) -> None:
+    """`--column v=uint8` over 300 used to store 44 in silence (numpy's wrap-around), while
+    MDSWriter itself refuses np.uint8(300): the value is named instead."""
+    with pytest.raises(ConversionError, match=f"Column 'v'.*{says}"):
+        column_values(array, encoding, "v")
+
+
+def test_a_narrower_override_keeps_values_that_fit() -> None:
+    assert column_values(pa.array([0, 255]), "uint8", "v") == [b"\x00", b"\xff"]
+    assert column_values(pa.array([1.0, -2.0]), "int", "v") == [
+        np.int64(1).tobytes(), np.int64(-2).tobytes()]
+    assert column_values(pa.array([True]), "uint8", "v") == [b"\x01"]
+    assert column_values(pa.array([0.1]), "float32", "v") == [np.float32(0.1).tobytes()]
+    assert column_values(pa.array([[1, 127]]), "ndarray:int8", "v")[0].tolist() == [1, 127]
