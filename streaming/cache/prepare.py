@@ -19,7 +19,7 @@ from streaming.errors import (
     ShardUnavailableError,
     SourceChangedError,
 )
-from streaming.format.compression import decompress
+from streaming.format.compression import decompress_file
 from streaming.format.fileio import write_atomic
 from streaming.format.index import FileInfo
 from streaming.format.parquet.footer import footer_digest
@@ -142,16 +142,11 @@ def _decompress(src: ShardSource, files: ShardFiles, zip_path: str, data: bytes)
     downloads a fresh copy; one that is the only copy (no remote) is left alone.
     """
     try:
-        return decompress(files.compression, data)
-    except Exception as err:  # each library has its own error types (zstd.Error, OSError...)
-        if isinstance(err, ImportError):
-            raise
+        return decompress_file(files.compression, data, zip_path)
+    except ShardFormatError:
         if src.store is not None:
             os.remove(zip_path)
-        first = str(err).strip().split("\n", 1)[0]
-        raise ShardFormatError(
-            f"Shard file {zip_path} cannot be decompressed as {files.compression}: "
-            f"{type(err).__name__}: {first}") from err
+        raise
 
 
 def prepare_shard_files(src: ShardSource, files: ShardFiles) -> PrepareResult:

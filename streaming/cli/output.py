@@ -14,7 +14,7 @@ from typing import Any
 import click
 import numpy as np
 
-__all__ = ["emit", "fail", "human_bytes", "json_option", "summarise"]
+__all__ = ["emit", "fail", "human_bytes", "json_option", "reason", "summarise"]
 
 _PREVIEW = 8  # array values / bytes shown in a summary
 
@@ -31,6 +31,16 @@ def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
         click.echo(json.dumps(data, indent=2, default=_default))
     else:
         click.echo(render(data))
+
+
+def reason(err: BaseException) -> str:
+    """An error as one line for the user: our own errors and the OS's say it already; others
+    (a decoder's `UnpicklingError`, a library's own) are named by their type."""
+    from streaming.errors import StreamingError
+
+    if isinstance(err, (StreamingError, OSError)):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
 
 
 def fail(message: str, code: int = 1) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, human_bytes, json_option, summarise
+from streaming.cli.output import emit, fail, human_bytes, json_option, reason, summarise
 from streaming.cli.source import DatasetSource, open_source
 from streaming.format.index import ShardEntry
 
@@ -127,8 +127,9 @@ def head_command(dataset: str, count: int, split: str | None, as_json: bool) -> 
                 for sample in reader.iter_range(0, count - len(samples)):
                     samples.append(summarise(sample))
                 reader.close()
-            except (OSError, ValueError) as err:
-                fail(f"cannot read shard {obj.get('raw_data', {}).get('basename')}: {err}")
+            except Exception as err:  # noqa: BLE001 - a shard that cannot be read is the answer
+                fail(f"cannot read shard {obj.get('raw_data', {}).get('basename')}: "
+                     f"{reason(err)}")
     if as_json:
         emit({"dataset": source.location, "samples": samples}, True, str)
     else:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from streaming.cache.prepare import ShardSource, prepare_shard_files
+from streaming.errors import ShardUnavailableError
 from streaming.format import Reader, reader_for_entry
-from streaming.format.compression import decompress
+from streaming.format.compression import decompress_file
 from streaming.format.fileio import write_atomic
 from streaming.format.index import (
     ShardEntry,
@@ -129,12 +130,15 @@ def materialize(source: DatasetSource, raw: str, packed: str | None, compression
     local = source.local_dir
     if local is not None and os.path.exists(os.path.join(local, raw)):
         return os.path.join(local, raw)
+    if local is not None and (packed is None or not os.path.exists(os.path.join(local, packed))):
+        also = f" (nor is its compressed form {packed})" if packed else ""
+        raise ShardUnavailableError(f"Shard file {raw} is missing from {local}{also}.")
     if packed is None:
         path, _ = source.file_bytes(raw, scratch)
         return path
     path, copied = source.file_bytes(packed, scratch)
     with open(path, "rb") as file:
-        data = decompress(compression, file.read())
+        data = decompress_file(compression, file.read(), packed)
     if copied:
         os.remove(path)
     os.makedirs(os.path.dirname(dest), exist_ok=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, human_bytes, json_option
+from streaming.cli.output import emit, fail, human_bytes, json_option, reason
 
 __all__ = ["bench_command", "clean_command", "doctor_command"]
 
@@ -40,8 +40,8 @@ def bench_command(dataset: str, split: str | None, workers: int, limit: int | No
 
     try:
         result = bench_read(dataset, split, workers, limit)
-    except (OSError, ValueError) as err:
-        fail(str(err))
+    except Exception as err:  # noqa: BLE001 - a shard that cannot be read is the answer
+        fail(reason(err))
     emit(result, as_json, _render_bench)
 
 

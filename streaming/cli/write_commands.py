@@ -7,12 +7,13 @@ then start without loading torch, Spark, Arrow or the storage SDKs they do not u
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, json_option
+from streaming.cli.output import emit, fail, json_option, reason
 
 __all__ = ["convert_command", "index_command", "merge_index_command"]
 
@@ -72,7 +73,8 @@ def _render_convert(data: dict[str, Any]) -> str:
 @click.option("--image-column", default="x", show_default=True, help="Image folders: column.")
 @click.option("--label-column", default="y", show_default=True, help="Image folders: column.")
 @click.option("--image-encoding", type=click.Choice(["jpeg", "png", "bytes"]), default=None,
-              help="Image folders: encoding (default: the files' own format).")
+              help="Image folders: encoding (default: the format most files have; others "
+              "are re-encoded; bytes stores every file as it is).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @json_option
 def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str, str],
@@ -89,6 +91,11 @@ def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str,
         compression=compression, hashes=hashes, size_limit=size_limit, keep_local=keep_local,
         exist_ok=exist_ok, progress=progress and not as_json, image_column=image_column,
         label_column=label_column, image_encoding=image_encoding)
+    from streaming.errors import StreamingError
+
+    if os.path.isfile(out):
+        fail(f"OUT {out!r} is a file, not a directory: the last argument is where the dataset "
+             f"goes (was it left out?).")
     source: Any = list(src) if len(src) > 1 else src[0]
     try:
         result = convert(source, _out_arg(out, local), format=None if fmt == "auto" else fmt,
@@ -96,8 +103,8 @@ def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str,
                          **options)
     except TypeError as err:
         raise click.UsageError(str(err)) from err
-    except (ConversionError, FileExistsError, FileNotFoundError, ImportError) as err:
-        fail(str(err))
+    except (ConversionError, StreamingError, OSError, ImportError) as err:
+        fail(reason(err))
     results = result if isinstance(result, dict) else {"": result}
     data = {split: {"local": r.local, "remote": r.remote, "samples": r.samples,
                     "partitions": r.partitions, **r.details} for split, r in results.items()}

@@ -131,8 +131,9 @@ def table_to_mds(table: Any, out: Any, *, columns: Mapping[str, str] | None = No
     per_task = max(1, min(rows_per_task, -(-total // max(1, workers))))
     tasks = [(source, start, min(start + per_task, total), tuple(plan.items()), tuple(images))
              for start in range(0, total, per_task)] or [(source, 0, 0, tuple(plan.items()), ())]
+    files = [f["filename"] for f in getattr(source, "cache_files", None) or ()]  # memory-mapped
     return run_tasks(tasks, _write_range, out, columns=plan, num_workers=num_workers,
-                     total=total, **options)
+                     total=total, inputs=files, **options)
 
 
 def _schema_of(source: Any) -> Any:

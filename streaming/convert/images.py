@@ -2,13 +2,15 @@
 
 Classes are the sorted subfolder names and labels their positions, as torchvision's
 `ImageFolder` assigns them; samples go class by class, files in sorted order. Files already in
-the column's format are stored byte for byte (no decode); others are re-encoded with PIL.
+the column's format (by their bytes' signature) are stored byte for byte (no decode); others are
+re-encoded with PIL, and a file PIL cannot read fails the conversion, naming it.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -46,12 +48,19 @@ def list_image_folder(root: str, extensions: Sequence[str] = IMAGE_EXTENSIONS
     return classes, files
 
 
+_SIGNATURES = {"jpeg": b"\xff\xd8\xff", "png": b"\x89PNG\r\n\x1a\n"}
+
+
 def _encode(path: str, encoding: str) -> bytes:
-    """The file's bytes if already in `encoding`'s format, else the image re-encoded."""
+    """The file's bytes if they already are `encoding`'s format (by their signature, not the
+    file's name: a text file named .jpg is not stored as a JPEG), else the image re-encoded.
+
+    Raises:
+        ConversionError: the file is not an image PIL can read.
+    """
     with open(path, "rb") as file:
         data = file.read()
-    if encoding == "bytes" or _FORMAT_OF_EXTENSION.get(os.path.splitext(path)[1].lower()
-                                                       ) == encoding:
+    if encoding == "bytes" or data.startswith(_SIGNATURES[encoding]):
         return data
     from PIL import Image
 
@@ -76,6 +85,19 @@ def _write_files(task: tuple[tuple[tuple[str, int], ...], str, str, str], writer
     report(len(files) % 256)
 
 
+def _warn_lossless_to_jpeg(files: list[tuple[str, int]], chosen: bool) -> None:
+    """Say so when files of a lossless format (by extension) will be re-encoded as JPEG: their
+    pixels change, which nobody should find out at training time."""
+    lossless = sum(1 for path, _ in files
+                   if _FORMAT_OF_EXTENSION.get(os.path.splitext(path)[1].lower()) != "jpeg")
+    if lossless:
+        why = "as asked" if chosen else "the format most files have"
+        warnings.warn(f"{lossless} of {len(files)} images are not JPEG files and will be "
+                      f"re-encoded as JPEG ({why}), which changes their pixels; use "
+                      "image_encoding='png' (--image-encoding png) to keep them lossless, or "
+                      "'bytes' to store every file as it is.", stacklevel=3)
+
+
 def _majority_format(files: list[tuple[str, int]]) -> str:
     counts = Counter(_FORMAT_OF_EXTENSION.get(os.path.splitext(p)[1].lower(), "other")
                      for p, _ in files)
@@ -94,7 +116,9 @@ def imagefolder_to_mds(root: str, out: Any, *, image_column: str = "x", label_co
         out: local dir, remote URL or ``(local, remote)``.
         image_column: name of the image column (``x``, as the reference's vision datasets read).
         label_column: name of the label column (``y``).
-        image_encoding: ``jpeg``, ``png`` or ``bytes``; default: the format most files have.
+        image_encoding: ``jpeg``, ``png`` or ``bytes``; default: the format most files have
+            (ties go to jpeg). Files in another format are re-encoded (a warning says so when
+            lossless files become JPEG); ``bytes`` stores every file as it is.
         num_workers: processes (default: CPU count; 0 or 1 for none).
         files_per_task: images per sub-dataset.
         **options: `run_tasks` and `MDSWriter` options.
@@ -106,12 +130,14 @@ def imagefolder_to_mds(root: str, out: Any, *, image_column: str = "x", label_co
     encoding = image_encoding or _majority_format(files)
     if encoding not in ("jpeg", "png", "bytes"):
         raise ConversionError(f"image_encoding must be jpeg, png or bytes, not {encoding!r}.")
+    if encoding == "jpeg":
+        _warn_lossless_to_jpeg(files, chosen=image_encoding is not None)
     columns = {image_column: encoding, label_column: "int"}
     workers = num_workers if num_workers is not None else os.cpu_count() or 1
     per_task = max(1, min(files_per_task, -(-len(files) // max(1, 4 * workers))))
     tasks = [(tuple(files[i:i + per_task]), encoding, image_column, label_column)
              for i in range(0, len(files), per_task)]
     result = run_tasks(tasks, _write_files, out, columns=columns, num_workers=num_workers,
-                       total=len(files), **options)
+                       total=len(files), inputs=[root], **options)
     result.details["classes"] = classes
     return result

@@ -92,6 +92,25 @@ def _write_one(write: WriteTask, task: Any, out: Any, columns: Mapping[str, str]
     return sum(shard["samples"] for shard in writer.shards)
 
 
+def _refuse_inputs_inside(out: Any, inputs: Sequence[str], exist_ok: bool) -> None:
+    """Refuse a local output directory that is, or holds, one of the inputs: clearing it
+    (`exist_ok`) would delete the inputs before they were read, and writing into it would mix
+    the dataset with them."""
+    local = out[0] if isinstance(out, (tuple, list)) else out
+    if not isinstance(local, (str, os.PathLike)) or scheme_of(os.fspath(local)):
+        return
+    root = os.path.realpath(local)
+    for path in inputs:
+        if scheme_of(path):  # a remote input cannot be deleted by clearing a local folder
+            continue
+        real = os.path.realpath(path)
+        if os.path.commonpath([root, real]) == root:
+            harm = "delete it before it is read" if exist_ok else "mix the dataset with it"
+            raise ConversionError(
+                f"The output directory {os.fspath(local)!r} holds the input {path!r}: writing "
+                f"the dataset there would {harm}. Choose an output directory outside the inputs.")
+
+
 def _resolve_out(out: Any, exist_ok: bool) -> tuple[str, str | None, bool]:
     """``(local root, remote root or None, local is a temp dir)``, with the writer's checks."""
     local, sink = open_sink(out, keep_local=True, exist_ok=exist_ok)
@@ -137,7 +156,8 @@ def _task_failed(index: int, task: Any, err: BaseException | None) -> Exception:
 def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapping[str, str],
               num_workers: int | None = None, progress: bool | Progress = False,
               total: int | None = None, mp_context: str | None = None, keep_local: bool = False,
-              exist_ok: bool = False, **writer_kwargs: Any) -> ParallelResult:
+              exist_ok: bool = False, inputs: Sequence[str] = (),
+              **writer_kwargs: Any) -> ParallelResult:
     """Run `write` once per task, each into its own sub-dataset, then merge the indexes.
 
     Args:
@@ -151,14 +171,17 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
         mp_context: multiprocessing start method (default ``spawn``: safe with threads).
         keep_local: with a remote, keep the local files.
         exist_ok: clear a non-empty local output directory instead of refusing it.
+        inputs: local paths (files or folders) the tasks read; an output directory that is or
+            holds one of them is refused before anything is cleared.
         **writer_kwargs: `MDSWriter` options (compression, hashes, size_limit...).
 
     Raises:
-        ConversionError: a task failed (nothing is merged).
+        ConversionError: a task failed (nothing is merged), or the output holds an input.
         FileExistsError: ``Directory is not empty: <dir>`` without `exist_ok`.
     """
     if not tasks:
         raise ConversionError("Nothing to convert: no input tasks.")
+    _refuse_inputs_inside(out, inputs, exist_ok)
     local, remote, temporary = _resolve_out(out, exist_ok)
     flat = len(tasks) == 1
     names = [""] if flat else [f"part-{i:05d}" for i in range(len(tasks))]

@@ -195,7 +195,7 @@ def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str
         plan = infer_columns(sample.schema, columns, include, sample)
         tasks = [_Task(p, kind, tuple(plan.items()), sample.schema) for p in paths]
     return run_tasks(tasks, _write_task, out, columns=plan, num_workers=num_workers,
-                     total=total, **options)
+                     total=total, inputs=paths, **options)
 
 
 def parquet_to_mds(src: str | Sequence[str], out: Any, *, columns: Mapping[str, str] | None = None,

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from streaming.errors import MissingDependencyError, StreamingError
+from streaming.errors import MissingDependencyError, ShardFormatError, StreamingError
 
 __all__ = [
     "Brotli",
@@ -26,6 +26,7 @@ __all__ = [
     "Zstandard",
     "compress",
     "decompress",
+    "decompress_file",
     "get_compression",
     "get_compression_extension",
     "get_compressions",
@@ -241,3 +242,21 @@ def decompress(algo: str | None, data: bytes) -> bytes:
     if algo is None:
         return data
     return get_compression(algo).decompress(data)
+
+
+def decompress_file(algo: str | None, data: bytes, name: str) -> bytes:
+    """`decompress` the contents of the file `name`, whose corruption (each library has its own
+    error type: zstd.Error, OSError, brotli.error...) is a `ShardFormatError` naming it.
+
+    Raises:
+        ShardFormatError: the data is not a valid `algo` stream.
+        MissingDependencyError: the library for `algo` is not installed.
+    """
+    try:
+        return decompress(algo, data)
+    except ImportError:
+        raise
+    except Exception as err:
+        first = str(err).strip().split("\n", 1)[0]
+        raise ShardFormatError(f"Shard file {name} cannot be decompressed as {algo}: "
+                               f"{type(err).__name__}: {first}") from err

@@ -76,3 +76,23 @@ def test_bench_reports_throughput(cli: Callable, dataset: str) -> None:
     assert result["first_sample_ms"] > 0 and result["workers"] == 2
     assert "samples/s" in cli("bench", dataset, "--limit", "5").out
     assert cli("bench", dataset, "--workers", "0").code == 2
+
+
+def test_head_and_bench_name_a_corrupt_shard_instead_of_a_traceback(
+        cli: Callable, dataset: str) -> None:
+    """A truncated zstd shard: `validate` said so, while `head` and `bench` ended in
+    zstd.Error's traceback. A missing shard was named by its scratch copy's path."""
+    path = f"{dataset}/shard.00000.mds.zstd"
+    with open(path, "rb") as file:
+        data = file.read()
+    with open(path, "wb") as file:
+        file.write(data[:40])
+    for command in ("head", "bench"):
+        run = cli(command, dataset)
+        assert run.code == 1 and "Traceback" not in run.err, run.err
+        assert "shard.00000.mds.zstd cannot be decompressed as zstd" in run.err
+    os.remove(path)
+    for command in ("head", "bench"):
+        run = cli(command, dataset)
+        assert run.code == 1 and "Traceback" not in run.err, run.err
+        assert f"shard.00000.mds is missing from {dataset}" in run.err

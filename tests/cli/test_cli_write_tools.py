@@ -130,3 +130,27 @@ def test_main_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 0 and "streaming" in capsys.readouterr().out
+
+
+def test_convert_refuses_an_output_that_holds_its_input(cli: Callable, tmp_path: Any) -> None:
+    """`--exist-ok` used to clear OUT first, and OUT held the input: the whole folder, input
+    included, was deleted and no dataset written."""
+    raw = tmp_path / "proj" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "a.jsonl").write_text('{"id": 1}\n{"id": 2}\n')
+    for out in (tmp_path / "proj", raw):
+        run = cli("convert", "--no-progress", "--exist-ok", str(raw / "a.jsonl"), str(out))
+        assert run.code == 1 and "holds the input" in run.err and "delete it" in run.err
+        assert "Traceback" not in run.err
+        assert (raw / "a.jsonl").read_text() == '{"id": 1}\n{"id": 2}\n'
+    ok = cli("convert", "--no-progress", "--exist-ok", str(raw), str(tmp_path / "out"))
+    assert ok.code == 0, ok.err
+
+
+def test_convert_says_when_out_is_a_file(cli: Callable, tmp_path: Any) -> None:
+    """The usual slip: OUT left out, so the last input is taken as OUT."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text('{"id": 1}\n')
+    run = cli("convert", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
+    assert run.code == 1 and "is a file, not a directory" in run.err
+    assert "Traceback" not in run.err and (tmp_path / "b.jsonl").read_text() == '{"id": 1}\n'

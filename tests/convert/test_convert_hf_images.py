@@ -63,8 +63,10 @@ def test_image_folder_keeps_bytes_and_reencodes_the_odd_file(tmp_path: Any) -> N
             (root / cls / f"{i}.jpg").write_bytes(_image_bytes("JPEG", 40 * shade + i))
     (root / "dog" / "sub" / "odd.png").write_bytes(_image_bytes("PNG", 200))
     (root / "dog" / "notes.txt").write_text("not an image")
-    result = imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0,
-                                files_per_task=3)
+    with pytest.warns(UserWarning, match="1 of 7 images are not JPEG files and will be "
+                      "re-encoded as JPEG .the format most files have."):
+        result = imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0,
+                                    files_per_task=3)
     assert result.details["classes"] == ["cat", "dog"] and result.samples == 7
     samples = read_back(str(tmp_path / "out"))
     assert [int(s["y"]) for s in samples] == [0, 0, 0, 1, 1, 1, 1]
@@ -75,3 +77,30 @@ def test_image_folder_keeps_bytes_and_reencodes_the_odd_file(tmp_path: Any) -> N
     with pytest.raises(ConversionError, match="No images"):
         imagefolder_to_mds(str(tmp_path / "out"), str(tmp_path / "x"))
     assert not os.path.exists(tmp_path / "x")
+
+
+def test_image_folder_refuses_a_file_that_is_not_an_image(tmp_path: Any) -> None:
+    """A file named .jpg that holds text used to be stored as it was (its name matched the
+    column): the conversion passed and training crashed on that sample later."""
+    root = tmp_path / "imgs"
+    (root / "cat").mkdir(parents=True)
+    (root / "cat" / "0.jpg").write_bytes(_image_bytes("JPEG", 10))
+    (root / "cat" / "broken.jpg").write_text("not an image at all")
+    with pytest.raises(ConversionError, match=r"broken\.jpg: cannot read as an image"):
+        imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0)
+
+
+def test_image_folder_goes_by_the_bytes_not_the_name(tmp_path: Any) -> None:
+    """A PNG named .jpg in a jpeg column is re-encoded as JPEG (stored as it was, it would
+    not be what the column says); a real JPEG stays byte for byte."""
+    root = tmp_path / "imgs"
+    (root / "cat").mkdir(parents=True)
+    real = _image_bytes("JPEG", 10)
+    (root / "cat" / "0.jpg").write_bytes(real)
+    (root / "cat" / "1.jpg").write_bytes(_image_bytes("PNG", 20))
+    imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0, files_per_task=10)
+    samples = read_back(str(tmp_path / "out"))
+    assert [s["x"].format for s in samples] == ["JPEG", "JPEG"]
+    with open(tmp_path / "out" / "shard.00000.mds", "rb") as file:
+        data = file.read()
+    assert real in data and b"\x89PNG" not in data
