@@ -7,12 +7,15 @@ cannot be read at all (missing, refused, unreachable, failing) but a cached copy
 is used with one `RemoteUnavailableWarning`: training goes on from a warmed cache. Caching a new
 index (once per node) deletes the cached files it no longer vouches for, and those the remote
 rewrote since they were cached (by its listing's modification times, for files the index gives
-no digest); an `UnverifiedCacheWarning` names any it cannot judge.
+no digest); an `UnverifiedCacheWarning` names any it cannot judge. The machine records the remote a
+cache directory was filled from (in the per-user state dir): reused for another remote, the
+cache keeps no file on its size alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import warnings
@@ -20,7 +23,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from streaming.errors import IndexFormatError, RemoteUnavailableWarning, UnverifiedCacheWarning
+from streaming.coord.records import ensure_state_dir
+from streaming.errors import (
+    CoordinationError,
+    IndexFormatError,
+    RemoteUnavailableWarning,
+    UnverifiedCacheWarning,
+)
 from streaming.format.fileio import write_atomic
 from streaming.format.index import (
     IN_PLACE_VERSION,
@@ -28,7 +37,12 @@ from streaming.format.index import (
     get_index_basename,
     parse_index,
 )
-from streaming.format.shard_files import KeptShard, drop_changed_files, drop_rewritten
+from streaming.format.shard_files import (
+    KeptShard,
+    drop_changed_files,
+    drop_kept,
+    drop_rewritten,
+)
 from streaming.format.shard_table import (
     TABLE_MIN_SHARDS,
     TABLE_SUFFIX,
@@ -197,10 +211,12 @@ class IndexCache:
         if not loaded.from_remote:
             return
         os.makedirs(self.local_dir, exist_ok=True)
+        origin = self._origin()
         if os.path.exists(self.path):
             with open(self.path, "rb") as f:
                 old = f.read()
             if old == loaded.text:
+                self._record_origin(origin, loaded.where)
                 return
             try:
                 refresh = drop_changed_files(self.local_dir, parse_index(old, self.path),
@@ -208,8 +224,56 @@ class IndexCache:
             except IndexFormatError as err:  # includes unsafe file names in the old copy
                 log.warning("Replacing the unusable cached index %s (%s).", self.path, err)
             else:
-                self._judge_unverified(refresh.unverified)
+                if origin is not None and origin != loaded.where:
+                    self._drop_from_elsewhere(refresh.unverified, origin)
+                else:
+                    self._judge_unverified(refresh.unverified)
         write_atomic(self.path, [loaded.text])
+        self._record_origin(origin, loaded.where)
+
+    @property
+    def origin_path(self) -> str | None:
+        """Where this machine records the URL of the remote index that filled the cache, so a
+        cache directory reused for another remote is told apart from a remote whose dataset
+        changed: a file in the per-user state dir (never in the cache directory itself, which
+        holds only what the reference's would), keyed by the directory's real path. None when
+        the state dir cannot be used."""
+        key = hashlib.sha1(os.path.realpath(self.local_dir).encode()).hexdigest()[:24]
+        try:
+            return os.path.join(ensure_state_dir(), f"origin-{key}.txt")
+        except (OSError, CoordinationError):
+            return None
+
+    def _origin(self) -> str | None:
+        """The remote index this cache was filled from, or None if unknown (a cache filled by
+        the reference, by a version of ours before the record, or before a reboot cleared the
+        temp dir)."""
+        path = self.origin_path
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read().strip() or None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def _record_origin(self, recorded: str | None, where: str) -> None:
+        path = self.origin_path
+        if recorded == where or path is None:
+            return
+        try:
+            write_atomic(path, [where.encode()])
+        except OSError as err:  # best effort: a read-only cache just stays unrecorded
+            log.debug("Could not record the origin of %s: %s", self.local_dir, err)
+
+    def _drop_from_elsewhere(self, kept: list[KeptShard], origin: str) -> None:
+        """The cache was filled from another remote: a file kept only on its size says nothing
+        about this remote's file of the same name (nor do modification times), so it goes."""
+        removed = drop_kept(self.local_dir, kept)
+        if removed:
+            log.warning("%s was filled from %s, not %s: deleted %d cached file(s) with no "
+                        "digest to tell them apart, to be fetched from %s.", self.local_dir,
+                        os.path.dirname(origin), self.remote, len(removed), self.remote)
 
     def _judge_unverified(self, kept: list[KeptShard]) -> None:
         """Drop the kept shards the remote rewrote since they were cached, by its listing's

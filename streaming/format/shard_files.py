@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from streaming.format.index import FileInfo, ShardEntry, check_basename
 
 __all__ = ["RAW", "ZIP", "CacheRefresh", "KeptShard", "ShardFiles", "SourceRanges",
-           "drop_changed_files", "drop_rewritten", "list_files"]
+           "drop_changed_files", "drop_kept", "drop_rewritten", "list_files"]
 
 RAW, ZIP = 0, 1  # which form, as an index into a (raw, zip) file pair
 
@@ -234,6 +234,18 @@ def drop_changed_files(local_dir: str, old: Iterable[ShardEntry],
         if cached:
             unverified.append(KeptShard(tuple(info.basename for info in infos), tuple(cached)))
     return CacheRefresh(removed, unverified)
+
+
+def drop_kept(local_dir: str, kept: Iterable[KeptShard]) -> list[str]:
+    """Delete the cached files of every kept shard (their copy cannot be vouched for: the cache
+    was filled from another remote); returns the basenames deleted."""
+    removed: list[str] = []
+    for shard in kept:
+        for name in shard.cached:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(local_dir, name))
+                removed.append(name)
+    return removed
 
 
 def drop_rewritten(local_dir: str, kept: Iterable[KeptShard],

@@ -69,6 +69,27 @@ def test_a_dataset_that_grew_keeps_its_cached_shards(make_ints, cache_dir, tmp_p
     assert {name: os.stat(os.path.join(local, name)).st_ino for name in cached} == cached
 
 
+def test_a_cache_reused_for_another_remote_takes_nothing_of_the_first(
+        make_ints, cache_dir, tmp_path, caplog) -> None:
+    """Dataset B read through the cache dir of dataset A, whose shard 0 has B's shard 0's size
+    and no digest; B's files are older than A's cached copies, so times cannot tell either. The
+    machine records where the cache was filled from, so A's copy goes: B's epoch is B's alone
+    (it used to be 49 of A's samples in 60). The record lives outside the cache directory,
+    which holds only what the reference's would."""
+    first = str(tmp_path / "B")
+    write_ints(first, range(1000, 1025))  # written before A: older files
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    assert {n for n in os.listdir(local) if not n.startswith("shard.")} == {"index.json"}
+    with StreamingDataset(remote=first, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(1000, 1025))
+    assert f"was filled from {remote}, not {first}" in caplog.text
+    with StreamingDataset(remote=first, local=local, batch_size=4) as ds:  # its own: kept
+        assert ds.cache_usage > 0 and [s["v"] for s in ds] == list(range(1000, 1025))
+
+
 def test_a_same_size_rewrite_with_digests_is_fetched_again(make_ints, cache_dir) -> None:
     remote = make_ints(range(30), hashes=["xxh64"])
     local = cache_dir()

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from streaming.format.index import ShardEntry
-from streaming.format.shard_files import KeptShard, drop_changed_files, drop_rewritten
+from streaming.format.shard_files import KeptShard, drop_changed_files, drop_kept, drop_rewritten
 
 
 def _entry(i: int, size: int, *, zipped: int | None = None, digest: str | None = None
@@ -84,3 +84,15 @@ def test_a_file_gone_meanwhile_is_skipped(tmp_path: Path) -> None:
     refresh = drop_rewritten(str(tmp_path), kept, {"shard.00000.mds": 5.0})
     assert refresh.removed == [] and refresh.unverified == []
 
+
+
+def test_drop_kept_deletes_every_cached_form_and_skips_what_is_gone(tmp_path: Path) -> None:
+    local = _cache(tmp_path, "shard.00000.mds", "shard.00001.mds.zstd", "shard.00001.mds",
+                   "shard.00002.mds")
+    kept = [KeptShard(("shard.00000.mds",), ("shard.00000.mds",)),
+            KeptShard(("shard.00001.mds.zstd", "shard.00001.mds"),
+                      ("shard.00001.mds.zstd", "shard.00001.mds")),
+            KeptShard(("shard.00003.mds",), ("shard.00003.mds",))]  # gone meanwhile
+    assert drop_kept(local, kept) == ["shard.00000.mds", "shard.00001.mds.zstd",
+                                      "shard.00001.mds"]
+    assert sorted(os.listdir(local)) == ["shard.00002.mds"]
