@@ -8,6 +8,7 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── IndexFormatError (ValueError)        index.json malformed, truncated or wrong version
     │   └── UnsafePathError                  a basename that is absolute or climbs out with '..'
     ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent
+    │   └── ShardSizeMismatchError (FileNotFoundError) a cached file of another size than indexed
     ├── ShardUnavailableError (FileNotFoundError) a shard neither cached nor at its remote
     ├── HashMismatchError (ValueError)       a file's digest is not the index's ("Checksum failure")
     │   └── SourceChangedError               a Parquet file indexed in place changed since
@@ -57,6 +58,12 @@ class UnsafePathError(IndexFormatError):
 
 class ShardFormatError(StreamingError, ValueError):
     """A shard whose bytes contradict its own header or its index entry."""
+
+
+class ShardSizeMismatchError(ShardFormatError, FileNotFoundError):
+    """A cached shard file whose size is not its index entry's: not the file the index names
+    (a truncated copy, another dataset's file). Also a `FileNotFoundError`, so a reader treats
+    it as missing and fetches it again where a remote has it."""
 
 
 class ShardUnavailableError(StreamingError, FileNotFoundError):

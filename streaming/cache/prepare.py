@@ -108,10 +108,19 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     out = PrepareResult()
     raw_path = files.path(raw)
     zip_path = files.path(zip_) if zip_ else None
-    if os.path.isfile(raw_path):
-        if zip_path and not src.keep_zip and os.path.isfile(zip_path):
-            os.remove(zip_path)
-        return out
+    try:
+        size: int | None = os.stat(raw_path).st_size
+    except FileNotFoundError:
+        size = None
+    if size is not None:
+        if not raw.bytes or size == raw.bytes:
+            if zip_path and not src.keep_zip and os.path.isfile(zip_path):
+                os.remove(zip_path)
+            return out
+        if src.store is None and not (zip_path and os.path.isfile(zip_path)):
+            return out  # the only copy: its reader says what is wrong with it
+        # Not the file the index names (a truncated copy, another dataset's): made again.
+        os.remove(raw_path)
     os.makedirs(os.path.dirname(raw_path), exist_ok=True)
     if zip_ is None or zip_path is None:
         out += _fetch(src, raw, raw_path)

@@ -16,7 +16,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from streaming.array import Array
-from streaming.errors import IndexFormatError, ShardFormatError, StreamingError
+from streaming.errors import (
+    IndexFormatError,
+    ShardFormatError,
+    ShardSizeMismatchError,
+    StreamingError,
+)
 from streaming.format.fileio import open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
 from streaming.format.read_options import ReadOptions
@@ -244,6 +249,16 @@ class Reader(Array, ABC):
 
     def _corrupt(self, info: FileInfo, problem: str) -> ShardFormatError:
         return ShardFormatError(f"Shard file {self._path(info)} is corrupted: {problem}")
+
+    def _check_size(self, info: FileInfo, size: int) -> None:
+        """Refuse a file of another size than its index entry's before reading any of it: a
+        truncated copy, or another dataset's file of the same name. The error is also a
+        `FileNotFoundError`, so it is fetched again where a remote has it."""
+        if info.bytes and size != info.bytes:
+            raise ShardSizeMismatchError(
+                f"Shard file {self._path(info)} has {size} bytes, but the index says "
+                f"{info.bytes}: it is not the file the index names (a truncated copy, or another "
+                f"dataset's). Delete it to have it fetched again.")
 
     # -- samples ---------------------------------------------------------------------------
 

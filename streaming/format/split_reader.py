@@ -42,6 +42,8 @@ class SplitReader(Reader):
         with open(self._path(self.raw_meta), "rb") as file:
             meta = file.read()
         data = map_file(self._path(self.raw_data))
+        self._check_size(self.raw_meta, len(meta))
+        self._check_size(self.raw_data, len(data))
         if len(meta) < 8:
             raise self._corrupt(self.raw_meta, f"{len(meta)} bytes is too short for a header.")
         num = _UINT32.unpack_from(meta, 0)[0]

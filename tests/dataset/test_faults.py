@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 from streaming import StreamingDataLoader, StreamingDataset
-from streaming.errors import UnverifiedCacheWarning
+from streaming.errors import ShardSizeMismatchError, UnverifiedCacheWarning
 from tests.dataset.conftest import write_ints
 
 
@@ -101,6 +101,44 @@ def test_a_same_size_rewrite_with_digests_is_fetched_again(make_ints, cache_dir)
         warnings.simplefilter("error", UnverifiedCacheWarning)
         with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
             assert [s["v"] for s in ds] == list(range(100, 130))
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_a_truncated_cached_shard_is_fetched_again(make_ints, cache_dir,
+                                                   compression: str | None) -> None:
+    """A cached shard file cut short (an interrupted copy of a cache) was read as corrupt
+    although the remote had it whole: it is fetched again, by iteration, random access and the
+    loader's workers alike."""
+    remote = make_ints(range(30), compression=compression)
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+
+    def truncate(name: str, size: int) -> None:
+        with open(os.path.join(local, name), "r+b") as f:
+            f.truncate(size)
+
+    truncate("shard.00001.mds", 12)
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    truncate("shard.00002.mds", 0)
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [ds[i]["v"] for i in range(30)] == list(range(30))
+    truncate("shard.00003.mds", 12)
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        loader = StreamingDataLoader(ds, batch_size=4, num_workers=2)
+        assert sorted(v for b in loader for v in b["v"].tolist()) == list(range(30))
+        loader.close()
+
+
+def test_a_truncated_shard_without_a_remote_says_so(make_ints) -> None:
+    local = make_ints(range(30))
+    with open(os.path.join(local, "shard.00001.mds"), "r+b") as f:
+        f.truncate(12)
+    with StreamingDataset(local=local, batch_size=4) as ds, pytest.raises(
+            ShardSizeMismatchError, match=r"shard\.00001\.mds has 12 bytes, but the index says"):
+        list(ds)
+    assert os.path.getsize(os.path.join(local, "shard.00001.mds")) == 12  # the only copy: kept
 
 
 def test_shard_deleted_from_cache_mid_epoch_is_fetched_again(ints30, cache_dir) -> None:

@@ -10,7 +10,7 @@ from formats_support import materialise, read_all, scratch_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.errors import ShardFormatError
+from streaming.errors import ShardFormatError, ShardSizeMismatchError
 from streaming.format import JSONReader, JSONWriter, load_readers
 
 
@@ -90,8 +90,18 @@ def test_batched_path_falls_back_on_multiline_samples(tmp_path) -> None:
     meta = meta_path.read_bytes()
     meta_path.write_bytes(struct.pack("<7I", 5, *offsets) + meta[4 + 4 * 6:])
     data_path.write_bytes(data)
+    _sizes_to_index(tmp_path)
     reader = load_readers(str(tmp_path))[0]
     assert list(reader) == [{"n": i} for i in range(5)] == reader[:]
+
+
+def _sizes_to_index(root) -> None:
+    """Make index.json give each file its size on disk (a hand-made shard's index would)."""
+    index = json.loads((root / "index.json").read_text())
+    for shard in index["shards"]:
+        for key in ("raw_data", "raw_meta"):
+            shard[key]["bytes"] = (root / shard[key]["basename"]).stat().st_size
+    (root / "index.json").write_text(json.dumps(index))
 
 
 def test_truncated_data_file(tmp_path) -> None:
@@ -100,11 +110,14 @@ def test_truncated_data_file(tmp_path) -> None:
             writer.write({"n": i})
     path = tmp_path / "shard.00000.json"
     path.write_bytes(path.read_bytes()[:-3])
+    with pytest.raises(ShardSizeMismatchError, match=r"shard.00000.json has \d+ bytes, but"):
+        load_readers(str(tmp_path))[0][0]
+    _sizes_to_index(tmp_path)  # the index agreeing with the cut: the offsets tell
     with pytest.raises(ShardFormatError, match="shard.00000.json.meta is corrupted"):
         load_readers(str(tmp_path))[0][0]
     (tmp_path / "shard.00000.json.meta").write_bytes(b"\x05\x00")
     reader = load_readers(str(tmp_path))[0]
-    with pytest.raises(ShardFormatError, match="too short"):
+    with pytest.raises(ShardSizeMismatchError, match="json.meta has 2 bytes, but the index"):
         list(reader)
 
 

@@ -13,7 +13,7 @@ from formats_support import datasets, materialise, read_all, same, scratch_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.errors import ShardFormatError, UnsafeTypeError
+from streaming.errors import ShardFormatError, ShardSizeMismatchError, UnsafeTypeError
 from streaming.format import MDSReader, MDSWriter, load_readers
 from streaming.format.fileio import open_mappings
 from streaming.format.mds import reader as mds_reader
@@ -197,10 +197,22 @@ def test_missing_file_is_file_not_found(tmp_path) -> None:
 
 @pytest.mark.parametrize("keep", [0, 3, 7, 20, 100, -1])
 def test_truncated_shard(tmp_path, keep: int) -> None:
+    """Caught by its size (the index's) before any byte is read; a shard whose index was made
+    to agree with the cut (only a hand-edited index would) fails the header checks instead."""
     _write(str(tmp_path), 20)
     path = tmp_path / "shard.00000.mds"
     data = path.read_bytes()
     path.write_bytes(data[:keep])
+    reader = load_readers(str(tmp_path))[0]
+    with pytest.raises(ShardSizeMismatchError,
+                       match=f"Shard file {path} has {len(data[:keep])} bytes, but the index "
+                             f"says {len(data)}"):
+        reader.get_item(0)
+    if len(data[:keep]) < 4 + 4 * 21:  # too small for its own offsets: the index is refused
+        return
+    index = json.loads((tmp_path / "index.json").read_text())
+    index["shards"][0]["raw_data"]["bytes"] = len(data[:keep])
+    (tmp_path / "index.json").write_text(json.dumps(index))
     reader = load_readers(str(tmp_path))[0]
     with pytest.raises(ShardFormatError, match=f"Shard file {path} is corrupted"):
         reader.get_item(0)
@@ -263,8 +275,8 @@ def test_close_picks_up_a_replaced_file(tmp_path) -> None:
     _write(str(tmp_path / "a"), 10)
     _write(str(tmp_path / "b"), 10, size_limit=None)
     with MDSWriter(columns={"id": "int", "t": "ndarray:uint16"}, out=str(tmp_path / "c")) as w:
-        for i in range(10):
-            w.write({"id": 100 + i, "t": np.zeros(1, np.uint16)})
+        for i in range(10):  # the size of a's shard (one of another size is refused)
+            w.write({"id": 100 + i, "t": np.zeros(i % 7 + 1, np.uint16)})
     reader = load_readers(str(tmp_path / "a"))[0]
     assert reader[0]["id"] == 0
     os.replace(tmp_path / "c" / "shard.00000.mds", tmp_path / "a" / "shard.00000.mds")

@@ -45,8 +45,8 @@ def _sample(i: int, img: int, arr: int) -> dict:
     }
 
 
-def _write(out: str, sizes: list[tuple[int, int]]) -> list[dict]:
-    samples = [_sample(i, img, arr) for i, (img, arr) in enumerate(sizes)]
+def _write(out: str, sizes: list[tuple[int, int]], first: int = 0) -> list[dict]:
+    samples = [_sample(first + i, img, arr) for i, (img, arr) in enumerate(sizes)]
     with MDSWriter(columns=COLUMNS, out=out, size_limit=None, exist_ok=True) as writer:
         for sample in samples:
             writer.write(sample)
@@ -113,7 +113,8 @@ def test_blocks_and_sub_ranges(sizes: list[tuple[int, int]], per_block: int,
 
 def test_a_replaced_or_deleted_file_is_read_from_the_mapping(tmp_path, counted_preads) -> None:
     samples = _write(str(tmp_path / "a"), [(50_000, 9)] * 6)
-    other = _write(str(tmp_path / "b"), [(40_000, 5)] * 6)
+    # Another file of the same size (a file of another size is refused: the index names it).
+    other = _write(str(tmp_path / "b"), [(50_000, 9)] * 6, first=1000)
     reader = load_readers(str(tmp_path / "a"))[0]
     assert reader[0]["a_id"] == 0  # mapped now
     path = tmp_path / "a" / "shard.00000.mds"
@@ -125,7 +126,7 @@ def test_a_replaced_or_deleted_file_is_read_from_the_mapping(tmp_path, counted_p
     assert counted_preads
     counted_preads.clear()
     reader.close()
-    assert reader[1]["a_id"] == 1
+    assert reader[1]["a_id"] == 1001
     os.remove(path)
     assert same(list(reader), other)  # deleted while mapped: the mapping still reads
     assert not counted_preads

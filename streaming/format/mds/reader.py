@@ -164,6 +164,7 @@ class MDSReader(JointReader):
     def _load(self) -> _Mapped:
         buf, identity = map_file_identified(self._path(self.raw_data))
         size = len(buf)
+        self._check_size(self.raw_data, size)
         if size < 8:
             raise self._corrupt(self.raw_data, f"{size} bytes is too short for a header.")
         num = _UINT32.unpack_from(buf, 0)[0]
