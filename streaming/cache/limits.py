@@ -37,6 +37,12 @@ def check_cache_limit(limit: int, index_bytes: int, shard_bytes: np.ndarray,
             "(decompressed) and zip (compressed) file size. Recommendation is to provide a "
             "`cache_limit` as high as possible to avoid thrashing."
         )
+    if limit < index_bytes + largest:  # (the reference fails at the first sample instead)
+        raise ValueError(
+            f"Cache limit ({limit} bytes) cannot hold the index.json files ({index_bytes} "
+            f"bytes) and the largest shard ({largest} bytes, raw and zip) together: nothing "
+            f"could be read. Raise `cache_limit` by at least {index_bytes + largest - limit} "
+            "bytes; as high as possible avoids thrashing.")
     pinned = int(shard_bytes[~fetchable].sum())
     fetch = int(shard_bytes[fetchable].max()) if fetchable.any() else 0
     if pinned and limit < index_bytes + pinned + fetch:

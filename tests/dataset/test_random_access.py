@@ -104,3 +104,21 @@ def test_local_only_dataset(ints30) -> None:
         assert [s["v"] for s in ds] == list(range(30))
         with pytest.raises(ValueError, match="no shards present locally to evict"):
             ds._cache._make_room(10**9)  # local-only shards can never be evicted
+
+
+def test_a_limit_without_room_for_the_index_and_a_shard_fails_at_construction(
+        make_ints, cache_dir) -> None:
+    """Four times the largest shard passes the reference's check, but the index counts too:
+    such a limit used to fail at the first sample with `CacheFullError`."""
+    remote = make_ints(range(300), size_limit=400)
+    index = os.path.getsize(os.path.join(remote, "index.json"))
+    largest = max(os.path.getsize(os.path.join(remote, n)) for n in os.listdir(remote)
+                  if n.endswith(".mds"))
+    assert index > 3 * largest  # many small shards: a big index
+    limit = max(4 * largest, index + largest - 1)
+    with pytest.raises(ValueError, match=r"cannot hold the index.json files .* and the largest "
+                                         r"shard .* Raise `cache_limit` by at least 1 bytes"):
+        StreamingDataset(remote=remote, local=cache_dir(), batch_size=4, cache_limit=limit)
+    with StreamingDataset(remote=remote, local=cache_dir(), batch_size=4,
+                          cache_limit=index + largest) as ds:
+        assert sorted(s["v"] for s in ds) == list(range(300))
