@@ -40,7 +40,6 @@ from streaming.dataset_setup import (
     load_catalog,
     open_node_state,
 )
-from streaming.errors import ShardSizeMismatchError
 from streaming.format.read_buffers import pickle_views_as_bytes
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import EpochReads, drop_padding, epoch_samples, iterate_batches
@@ -245,34 +244,6 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         self._cache.usage.set(value)
 
     # ------------------------------------------------------------------------- random access
-
-    def _read(self, shard_id: int, index: int, retry: int = 7) -> Any:
-        cause = ""  # the message only: a kept exception would tie this frame into a cycle
-        waited = 0.0
-        mismatched = False
-        for attempt in range(1 + retry):
-            try:
-                sample = self.shards[shard_id].get_item(index)
-                self._cache.touch(shard_id)
-                if attempt:  # the shard was not local: the caller waited for it
-                    self._cache.counters.add_many({"shard_waits": 1,
-                                                   "shard_wait_seconds": waited})
-                return sample
-            except ShardSizeMismatchError:
-                if mismatched:  # made again, still not the indexed file: no remote has it
-                    raise
-                mismatched = True  # a truncated copy in the cache: made again at once
-            except FileNotFoundError as err:
-                cause = str(err)
-            self.shards[shard_id].close()
-            start = time.perf_counter()
-            self._cache.prepare(shard_id, blocking=True, force=attempt > 0 or mismatched)
-            waited += time.perf_counter() - start
-        hint = ("This may be due to thrashing caused by `cache_limit` being set too low."
-                if self.cache_limit else "Check if the shard file exists in your remote location "
-                "or have you deleted the shard file from the local directory?")
-        raise RuntimeError(f"{cause}. StreamingDataset repeatedly failed to download a shard. "
-                           f"{hint}")
 
     def get_item(self, sample_id: int, retry: int = 7) -> Any:
         """One sample by global id, fetching its shard if needed."""

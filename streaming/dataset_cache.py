@@ -1,19 +1,24 @@
 """`CacheControls`: what a `StreamingDataset` lets its user do with the node's shard cache.
 
 Thin, public delegations to `streaming.cache.node_cache.NodeCache` (the reference's
-`prepare_shard`, `evict_shard`, `evict_coldest_shard`; ours: pinning and egress counters), kept
+`prepare_shard`, `evict_shard`, `evict_coldest_shard`; ours: pinning and egress counters), and
+the read of one sample that makes its shard local again when its file is gone or wrong; kept
 apart from the dataset's construction, iteration and checkpoints.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streaming.errors import ShardSizeMismatchError
+
 if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
+    from streaming.format.shard_readers import ShardReaders
     from streaming.stream import Stream
 
 __all__ = ["CacheControls"]
@@ -24,6 +29,37 @@ class CacheControls:
 
     _cache: NodeCache
     streams: list[Stream]
+    shards: ShardReaders
+
+    def _read(self, shard_id: int, index: int, retry: int = 7) -> Any:
+        """One sample of one shard, making the shard local first if its file is missing
+        (evicted, deleted behind our back) or is not the file its index names (cut short)."""
+        cause = ""  # the message only: a kept exception would tie this frame into a cycle
+        waited = 0.0
+        mismatched = False
+        for attempt in range(1 + retry):
+            try:
+                sample = self.shards[shard_id].get_item(index)
+                self._cache.touch(shard_id)
+                if attempt:  # the shard was not local: the caller waited for it
+                    self._cache.counters.add_many({"shard_waits": 1,
+                                                   "shard_wait_seconds": waited})
+                return sample
+            except ShardSizeMismatchError:
+                if mismatched:  # made again, still not the indexed file: no remote has it
+                    raise
+                mismatched = True  # a truncated copy in the cache: made again at once
+            except FileNotFoundError as err:
+                cause = str(err)
+            self.shards[shard_id].close()
+            start = time.perf_counter()
+            self._cache.prepare(shard_id, blocking=True, force=attempt > 0 or mismatched)
+            waited += time.perf_counter() - start
+        hint = ("This may be due to thrashing caused by `cache_limit` being set too low."
+                if self._cache.cache_limit else "Check if the shard file exists in your remote "
+                "location or have you deleted the shard file from the local directory?")
+        raise RuntimeError(f"{cause}. StreamingDataset repeatedly failed to download a shard. "
+                           f"{hint}")
 
     def metrics(self) -> dict[str, Any]:
         """Where the time goes, summed over every process of this node that reads this
