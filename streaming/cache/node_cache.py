@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streaming.cache.epoch_uses import EpochUses, Locate
 from streaming.cache.eviction import CacheFullError, choose_evictions, future_aware_policy
 from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
@@ -31,7 +32,6 @@ from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
-from streaming.order.next_use import NEVER, UseCursor, UseSchedule
 from streaming.storage.urls import scheme_of
 
 if TYPE_CHECKING:
@@ -40,9 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]  # the last two from reading_slot.py
 
 _NEVER = np.iinfo(np.uint64).max
-
-Locate = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
-
 
 class _PutOff(Exception):
     """A prefetch would evict a shard needed sooner than the one it fetches: not now."""
@@ -94,10 +91,7 @@ class NodeCache(NodeMetrics):
             self._open_metrics(namespace, IN_USE_SLOTS, n,
                                [scheme_of(src.store.url) if src.store is not None else ""
                                 for src in built])
-        self._order: tuple[np.ndarray, Locate] | None = None
-        self._following: Callable[[], np.ndarray] | None = None
-        self._schedule: UseCursor | None = None  # this epoch's, kept in place as it advances
-        self._next_schedule: UseSchedule | None = None
+        self._uses = EpochUses(n)  # when each shard is needed next (future-aware eviction)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -239,42 +233,13 @@ class NodeCache(NodeMetrics):
 
     def set_epoch_order(self, node_ids: np.ndarray, locate: Locate,
                         following: Callable[[], np.ndarray] | None = None) -> None:
-        """The node's sample ids of this epoch, one row per worker (-1 padding), for eviction.
-
-        Kept as given (a view of the shared plan); the schedule of next uses is worked out only
-        when a shard must be evicted, once per epoch. `following` gives the next epoch's rows
-        the same way: shards this epoch no longer needs are then ranked by their first use in
-        the next one (computed once, the first time the cache looks that far).
-        """
-        self._order = (node_ids, locate)
-        self._following = following
-        self._schedule = self._next_schedule = None
-
-    def _build_schedule(self, node_ids: np.ndarray, locate: Locate) -> UseSchedule:
-        rows = np.atleast_2d(node_ids)
-        shards = np.full(rows.shape, -1, np.int64)
-        used = rows >= 0
-        shards[used] = locate(rows[used])[0]
-        return UseSchedule.build(shards, len(self.shards))
+        """The node's sample ids of this epoch, one row per worker (-1 padding), for eviction
+        (see `EpochUses.set_order`; `following` gives the next epoch's rows)."""
+        self._uses.set_order(node_ids, locate, following)
 
     def next_uses(self) -> np.ndarray | None:
         """Per shard, the position at which the node's workers need it next (None: no order)."""
-        if not self.future_aware or self._order is None:
-            return None
-        node_ids, locate = self._order
-        if self._schedule is None:
-            self._schedule = UseCursor(self._build_schedule(node_ids, locate))
-        progress = self.progress.numpy()
-        reading = progress[progress >= 0]
-        uses = self._schedule.next_use(int(reading.min()) if len(reading) else 0)
-        done = uses == NEVER
-        if done.any() and self._following is not None:
-            if self._next_schedule is None:
-                self._next_schedule = self._build_schedule(self._following(), locate)
-            later = self._next_schedule.next_use(0)[done]
-            length = np.atleast_2d(node_ids).shape[1]  # this epoch ends at this position
-            uses[done] = np.where(later == NEVER, NEVER, later + length)
-        return uses
+        return self._uses.next_uses(self.progress.numpy()) if self.future_aware else None
 
     def _reserve(self, needed: int, shard: int, put_off: bool) -> None:
         """Make room for `shard`'s `needed` bytes, as `_make_room`, when room can be made.
