@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing as mp
 import os
@@ -241,6 +242,10 @@ def test_a_worker_outliving_its_creator_releases_at_exit(
 
 
 def _fds() -> int:
+    # Collect first: an object an earlier test left in a reference cycle may still hold a file,
+    # and closing it during the loop would hide a leak of the same size (and did fail CI once,
+    # counting 42 after and 44 before).
+    gc.collect()
     return len(os.listdir("/proc/self/fd"))
 
 
@@ -265,7 +270,7 @@ def test_500_namespaces_leak_no_descriptors_or_shared_memory(coord_tmp: str) -> 
     _cycle(coord_tmp, 0, True)  # warm up lazily opened interpreter state
     fds, files = _fds(), len(os.listdir(f"{coord_tmp}"))
     names = {_cycle(coord_tmp, i, close=i % 2 == 0) for i in range(500)}  # half just dropped
-    assert _fds() == fds
+    assert _fds() <= fds  # a leak of one descriptor per cycle would add 250 or more
     assert len(names) == 500  # each a new generation of its (local, remote), created and removed
     assert [b for b in os.listdir("/dev/shm") if b.startswith(tuple(names))] == []
     state_dir = os.path.join(coord_tmp, f"shardstream-{os.getuid()}")
