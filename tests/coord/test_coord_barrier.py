@@ -44,7 +44,7 @@ def test_barrier_deadline_reports_arrivals_and_recovers(coord_tmp: str) -> None:
         start = time.monotonic()
         with pytest.raises(CoordinationError, match=r"barrier .* 1 of 2 participants arrived"):
             barrier.wait(2)
-        assert time.monotonic() - start < 2
+        assert time.monotonic() - start < 30  # the 0.2 s deadline, not a wait for ever
         assert barrier.array.numpy()[0] == 0  # the timed-out arrival was withdrawn
         assert barrier.wait(1) == 1  # and the barrier still works
 

@@ -53,7 +53,7 @@ def test_a_killed_member_fails_the_wait_at_once(ns: Namespace) -> None:
                        match=rf"1 of 2 participants arrived.*member process {child.pid} is no "
                              "longer running"):
         barrier.wait(2)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # not the 60 s timeout
     assert barrier.array.numpy()[0] == 0  # the arrival was withdrawn
     child.join()
     barrier.join()  # a new member (a restarted rank) forgets the dead one
@@ -94,7 +94,7 @@ def test_latch_fails_fast_when_its_holder_died(ns: Namespace) -> None:
     started = time.monotonic()
     with pytest.raises(CoordinationError, match=rf"set-up: process {child.pid}.* no longer"):
         latch.wait(60, "set-up")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # not the 60 s timeout
 
 
 def test_once_per_node_runs_the_job_once_and_reports_its_failure(ns: Namespace) -> None:

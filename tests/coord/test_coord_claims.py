@@ -66,7 +66,7 @@ def test_a_dead_preparer_is_taken_over_without_waiting(coord_tmp: str) -> None:
         ran = []
         start = time.monotonic()
         assert claims.ensure(0, lambda: ran.append(1), timeout=20) is True
-        assert time.monotonic() - start < 5 and ran == [1]
+        assert time.monotonic() - start < 15 and ran == [1]  # not the 20 s timeout
         assert claims.state(0) is ShardState.LOCAL
         child.join()
 

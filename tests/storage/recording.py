@@ -13,6 +13,7 @@ from streaming.storage.memory import MemoryStore
 
 EVENTS: list[str] = []
 DELAYS: dict[str, float] = {}  # basename -> seconds to sleep before storing
+GATES: dict[str, threading.Event] = {}  # basename -> event an upload waits for before storing
 FAILURES: dict[str, type[Exception]] = {}  # basename -> error raised on every attempt
 ATTEMPTS: dict[str, int] = {}
 _LOCK = threading.Lock()
@@ -22,6 +23,7 @@ def reset() -> None:
     with _LOCK:
         EVENTS.clear()
         DELAYS.clear()
+        GATES.clear()
         FAILURES.clear()
         ATTEMPTS.clear()
 
@@ -34,6 +36,9 @@ class RecordingStore(MemoryStore):
         with _LOCK:
             ATTEMPTS[name] = ATTEMPTS.get(name, 0) + 1
         time.sleep(DELAYS.get(name, 0))
+        gate = GATES.get(name)
+        if gate is not None and not gate.wait(300):
+            raise TimeoutError(f"the test never opened the gate of {name}")
         if name in FAILURES:
             raise FAILURES[name](f"injected failure for {name}")
         super().upload(local_path, path)

@@ -67,7 +67,7 @@ def test_a_stalled_index_read_is_cut_by_download_timeout(proxied: tuple[str, str
     started = time.monotonic()
     with _open(url, tmp_path / "cache", download_timeout=1) as dataset:
         assert dataset.num_samples == N
-    assert time.monotonic() - started < 8  # one 1 s attempt and a ~1.5 s pause, not 30-60 s
+    assert time.monotonic() - started < 20  # one 1 s attempt and a ~1.5 s pause, not 30-60 s
 
 
 def test_an_unreachable_remote_falls_back_to_the_cached_index(

@@ -119,7 +119,7 @@ def test_stall_is_cut_by_the_attempt_timeout_not_the_read_timeout(
         with pytest.raises(TransferTimeoutError, match=r"obj\.bin failed after 2 attempts"):
             fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=2, timeout=0.5,
                   backoff=0.01)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 20  # not the 30 s stall nor the 60 s read timeout
         with pytest.raises(TransferTimeoutError, match=r"Reading .*obj\.bin"):
             read(store, "obj.bin", retries=1, timeout=0.5)
         time.sleep(0.2)  # the abandoned attempts clean up after themselves
