@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from streaming.coord.wait import wait_until
 from streaming.errors import HashMismatchError
 from streaming.storage import Store, fetch, open_store, push
 from streaming.storage.transfer import (
@@ -122,8 +123,9 @@ def test_stall_is_cut_by_the_attempt_timeout_not_the_read_timeout(
         assert time.monotonic() - started < 20  # not the 30 s stall nor the 60 s read timeout
         with pytest.raises(TransferTimeoutError, match=r"Reading .*obj\.bin"):
             read(store, "obj.bin", retries=1, timeout=0.5)
-        time.sleep(0.2)  # the abandoned attempts clean up after themselves
-        assert _only(tmp_path) == []
+        # The abandoned attempts clean up after themselves, in their own time.
+        wait_until(lambda: _only(tmp_path) == [] or None, timeout=30,
+                   what=lambda: f"abandoned attempts to remove {_only(tmp_path)}")
         proxy.reset()
         proxy.drop_all()
         assert read(store, "obj.bin", retries=2, timeout=20, backoff=0.01) == DATA
@@ -156,7 +158,9 @@ def test_parallel_parts_pull_no_extra_bytes(moto_server: Server, tmp_path: Any,
                                         parallel_threshold=2_000_000, part_size=1 << 20))
         result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=1, timeout=30)
         assert result.bytes == size and (tmp_path / "obj.bin").read_bytes() == data
-        time.sleep(0.1)  # let the proxy threads account for the last bytes
+        # The proxy's threads count the last bytes a moment after the client has them.
+        wait_until(lambda: proxy.bytes_down >= size or None, timeout=30,
+                   what=lambda: f"the proxy to count {size} bytes (has {proxy.bytes_down})")
         parts = max(1, -(-size // (1 << 20)))
         assert size <= proxy.bytes_down <= size + 2_000 * parts  # + response headers
     finally:
