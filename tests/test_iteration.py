@@ -168,7 +168,7 @@ def test_bulk_reads_report_progress_so_prefetch_stays_ahead() -> None:
     it = iterate_epoch(np.arange(800, dtype=np.int64), reads, predownload=100)
     for count, _ in enumerate(it):
         if count == 320:  # 80 samples before shard 1 is needed, within the window of 100
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 30
             while 1 not in cache.prepared and time.monotonic() < deadline:
                 time.sleep(0.005)
             seen_ahead.append(1 in cache.prepared)
