@@ -21,18 +21,20 @@ from streaming.cli.source import DatasetSource, open_source
 __all__ = ["bench_read"]
 
 
-def _read_shards(location: str, shards: list[dict[str, Any]], limit: int | None) -> tuple[int,
-                                                                                          int]:
+def _read_shards(source: DatasetSource, shards: list[dict[str, Any]],
+                 limit: int | None) -> tuple[int, int]:
     """Read every sample of the given shards; return (samples, raw bytes)."""
-    source = DatasetSource(location)
     samples = size = 0
     with tempfile.TemporaryDirectory(prefix="streaming-bench-") as scratch:
         for obj in shards:
             reader = source.reader(obj, scratch)
             stop = None if limit is None else max(0, limit - samples)
+            read = 0
             for _ in reader.iter_range(0, stop):
-                samples += 1
-            size += reader.get_raw_size()
+                read += 1
+            samples += read
+            # A shard cut short by the limit counts its bytes pro rata, not whole.
+            size += reader.get_raw_size() * read // max(reader.samples, 1)
             reader.close()
             if limit is not None and samples >= limit:
                 break
@@ -52,19 +54,20 @@ def _first_sample_ms(source: DatasetSource) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def bench_read(dataset: str, split: str | None, workers: int, limit: int | None) -> dict[str, Any]:
+def bench_read(dataset: str, split: str | None, workers: int, limit: int | None,
+               allow_unsafe_types: bool = False) -> dict[str, Any]:
     """Measure a dataset's read speed; see the module docstring for what is timed."""
-    source = open_source(dataset, split)
+    source = open_source(dataset, split, allow_unsafe_types)
     first_ms = _first_sample_ms(source)
     shards = source.read_index()
     per_worker_limit = None if limit is None else -(-limit // workers)
     start = time.perf_counter()
     if workers == 1:
-        results = [_read_shards(source.location, shards, per_worker_limit)]
+        results = [_read_shards(source, shards, per_worker_limit)]
     else:
         method = "fork" if sys.platform == "linux" else "spawn"
         with ProcessPoolExecutor(workers, multiprocessing.get_context(method)) as pool:
-            futures = [pool.submit(_read_shards, source.location, shards[i::workers],
+            futures = [pool.submit(_read_shards, source, shards[i::workers],
                                    per_worker_limit) for i in range(workers)]
             results = [f.result() for f in futures]
     seconds = time.perf_counter() - start

@@ -23,6 +23,7 @@ from streaming.cli.source import DatasetSource, open_source
 from streaming.defaults import IO_CHUNK_BYTES
 from streaming.format import reader_from_json
 from streaming.format.compression import decompress
+from streaming.format.encodings import is_mds_encoding_safe
 from streaming.format.fileio import map_file, prefetch, write_atomic
 from streaming.format.index import FileInfo, ShardEntry
 from streaming.hashing import get_hash
@@ -52,6 +53,7 @@ class ShardResult:
     bytes: int = 0  # bytes of the files read
     digests: int = 0  # digests compared
     problems: list[Problem] = field(default_factory=list)
+    undecoded: list[str] = field(default_factory=list)  # `pkl` columns framed but not decoded
 
 
 @dataclass
@@ -65,6 +67,7 @@ class ValidationReport:
     digests: int = 0
     seconds: float = 0.0
     problems: list[Problem] = field(default_factory=list)
+    undecoded: list[str] = field(default_factory=list)  # `pkl` columns not decoded (unsafe)
 
     @property
     def ok(self) -> bool:
@@ -94,16 +97,20 @@ def _check_file(result: ShardResult, info: FileInfo, data: Any,
     size = len(data)
     digests = {algo: get_hash(algo, data) for algo in sorted(info.hashes)}
     result.bytes += size
+    # A problem is printed after its shard's data file: name the file only if it is another
+    # (the compressed form, the metadata file).
+    other = info.basename != result.shard
     if size != info.bytes:
-        result.problems.append(Problem(result.shard, None, f"{info.basename} has {size} "
-                                       f"bytes, the index says {info.bytes}"))
+        result.problems.append(Problem(result.shard, None, (f"{info.basename} has" if other else
+                                       "has") + f" {size} bytes, the index says {info.bytes}"))
         return
     for algo, expected in sorted(info.hashes.items()):
         result.digests += 1
         actual = digests[algo]
         if actual != expected:
-            result.problems.append(Problem(result.shard, None, f"{info.basename}: {algo} digest "
-                                           f"{actual} does not match the index ({expected})"))
+            result.problems.append(Problem(result.shard, None, (f"{info.basename}: " if other
+                                           else "") + f"{algo} digest {actual} does not match "
+                                           f"the index ({expected})"))
 
 
 class _Scratch(os.PathLike):
@@ -178,10 +185,14 @@ def _reader_dir(homes: list[tuple[FileInfo, str]], scratch: os.PathLike[str]) ->
 
 
 def _decode_all(reader: Any, directory: str, result: ShardResult,
-                maps: dict[str, Any]) -> None:
+                maps: dict[str, Any], decode_unsafe: bool) -> None:
     """Decode every sample; on a failure, go sample by sample to name each bad one."""
     if reader.format == "mds":
-        result.samples = _check_mds(reader, directory, result, maps)
+        result.samples = _check_mds(reader, directory, result, maps, decode_unsafe)
+        if not decode_unsafe:
+            result.undecoded = [f"{name} ({encoding})" for name, encoding in
+                                zip(reader.column_names, reader.column_encodings)
+                                if not is_mds_encoding_safe(encoding)]
         return
     try:
         for _ in reader.iter_range():
@@ -203,7 +214,8 @@ def _decode_all(reader: Any, directory: str, result: ShardResult,
                                        "more samples failed to decode"))
 
 
-def _check_mds(reader: Any, directory: str, result: ShardResult, maps: dict[str, Any]) -> int:
+def _check_mds(reader: Any, directory: str, result: ShardResult, maps: dict[str, Any],
+               decode_unsafe: bool) -> int:
     found = 0
 
     def report(sample: int | None, message: str) -> bool:
@@ -214,15 +226,17 @@ def _check_mds(reader: Any, directory: str, result: ShardResult, maps: dict[str,
         return found <= 10 * _MAX_SAMPLE_PROBLEMS
 
     data = _mapped(os.path.join(directory, reader.raw_data.basename), maps)
-    good = check_mds_samples(reader, data, report)
+    good = check_mds_samples(reader, data, report, decode_unsafe)
     if found > _MAX_SAMPLE_PROBLEMS:
         result.problems.append(Problem(result.shard, None, f"{found - _MAX_SAMPLE_PROBLEMS} more "
                                        "problems"))
     return good
 
 
-def check_shard(location: str, position: int, obj: dict[str, Any]) -> ShardResult:
-    """Check one shard (run in a worker process): sizes, digests, then every sample."""
+def check_shard(location: str, position: int, obj: dict[str, Any],
+                decode_unsafe: bool = False) -> ShardResult:
+    """Check one shard (run in a worker process): sizes, digests, then every sample (a `pkl`
+    column's framing only, unless `decode_unsafe`: unpickling can run the data's code)."""
     name = (obj.get("raw_data") or {}).get("basename", f"shard #{position}")
     result = ShardResult(str(name))
     source = DatasetSource(location)
@@ -233,7 +247,7 @@ def check_shard(location: str, position: int, obj: dict[str, Any]) -> ShardResul
             with _Scratch() as scratch:
                 reader = source.reader(obj, os.fspath(scratch))
                 try:
-                    _decode_all(reader, "", result, maps)
+                    _decode_all(reader, "", result, maps, decode_unsafe)
                 finally:
                     reader.close()
             return result
@@ -246,7 +260,7 @@ def check_shard(location: str, position: int, obj: dict[str, Any]) -> ShardResul
             directory = _reader_dir(homes, scratch)
             reader = reader_from_json(directory, None, obj)
             try:
-                _decode_all(reader, directory, result, maps)
+                _decode_all(reader, directory, result, maps, decode_unsafe)
             finally:
                 reader.close()
     except Exception as err:  # noqa: BLE001 - a shard that cannot be read is a finding
@@ -277,7 +291,8 @@ def _run(jobs: list[tuple[Any, ...]], fn: Callable[..., Any], workers: int) -> I
 
 
 def validate_dataset(dataset: str, split: str | None = None, workers: int | None = None,
-                     progress: Callable[[int], None] | None = None) -> ValidationReport:
+                     progress: Callable[[int], None] | None = None,
+                     allow_unsafe_types: bool = False) -> ValidationReport:
     """Check every shard of a dataset; problems are collected, never raised.
 
     Args:
@@ -285,6 +300,8 @@ def validate_dataset(dataset: str, split: str | None = None, workers: int | None
         split: optional split subdirectory.
         workers: processes (default: CPU count).
         progress: called with the number of samples of each shard checked.
+        allow_unsafe_types: decode `pkl` columns too (else only their framing is checked and
+            the report lists them as undecoded).
     """
     source = open_source(dataset, split)
     report = ValidationReport(source.location)
@@ -295,7 +312,7 @@ def validate_dataset(dataset: str, split: str | None = None, workers: int | None
         report.problems.append(Problem("index.json", None, f"{type(err).__name__}: {err}"))
         return report
     report.shards = len(shards)
-    jobs = [(source.location, i, obj) for i, obj in enumerate(shards)]
+    jobs = [(source.location, i, obj, allow_unsafe_types) for i, obj in enumerate(shards)]
     results = {}
     for result in _run(jobs, check_shard, workers or os.cpu_count() or 1):
         results[result.shard] = result
@@ -311,6 +328,7 @@ def validate_dataset(dataset: str, split: str | None = None, workers: int | None
         report.bytes += result.bytes
         report.digests += result.digests
         report.problems += result.problems
+        report.undecoded += [c for c in result.undecoded if c not in report.undecoded]
     report.seconds = time.perf_counter() - start
     return report
 

@@ -114,6 +114,17 @@ def diagnose(report: dict[str, Any]) -> list[Finding]:
     return findings
 
 
+def _compressed(dataset: str, split: str | None) -> bool:
+    """Whether any shard of the local `dataset` is stored compressed only."""
+    from streaming.cli.source import open_source
+
+    source = open_source(dataset, split)
+    folder = source.local_dir or dataset
+    return any(entry.zip_data is not None
+               and not os.path.exists(os.path.join(folder, entry.raw_data.basename))
+               for entry in source.entries())
+
+
 @contextmanager
 def _cache_dir(local: str | None) -> Iterator[str]:
     if local is not None:
@@ -129,12 +140,14 @@ def _cache_dir(local: str | None) -> Iterator[str]:
 def run_doctor(dataset: str, *, local: str | None = None, split: str | None = None,
                workers: int = 0, batch_size: int = 64, batches: int = 200,
                shuffle: bool = False, predownload: int | None = None,
-               cache_limit: str | None = None, download_timeout: float = 60.0,
-               cpus: int | None = None) -> dict[str, Any]:
+               cache_limit: int | str | None = None, download_timeout: float = 60.0,
+               cpus: int | None = None, allow_unsafe_types: bool = False) -> dict[str, Any]:
     """Read up to `batches` batches of `dataset` and report the counters and a verdict.
 
-    A local directory is read in place unless `local` is given; a URL is fetched into `local`
-    (a temporary directory, removed afterwards, by default). `cpus` is how many CPUs the
+    A local directory of uncompressed shards is read in place unless `local` is given; a URL,
+    or a directory of compressed shards (reading in place would leave a decompressed copy of
+    every shard beside it), is fetched into `local` (a temporary directory, removed
+    afterwards, by default). `cpus` is how many CPUs the
     loader may use (default: those this process may run on).
 
     Raises:
@@ -148,12 +161,13 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
     from streaming.dataset import StreamingDataset
     from streaming.loader import StreamingDataLoader
 
-    in_place = local is None and os.path.isdir(dataset)
+    in_place = local is None and os.path.isdir(dataset) and not _compressed(dataset, split)
     with _cache_dir(None if in_place else local) as cache:
         ds = StreamingDataset(
             remote=None if in_place else dataset, local=dataset if in_place else cache,
             split=split, batch_size=batch_size, shuffle=shuffle, predownload=predownload,
-            cache_limit=cache_limit, download_timeout=download_timeout)
+            cache_limit=cache_limit, download_timeout=download_timeout,
+            allow_unsafe_types=allow_unsafe_types)
         loader = StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers)
         timeline: list[dict[str, float]] = []
         start = time.perf_counter()

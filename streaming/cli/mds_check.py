@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from streaming.format.encodings import get_encoding
+from streaming.errors import ShardFormatError
+from streaming.format.encodings import is_mds_encoding_safe
 
 __all__ = ["check_mds_samples"]
 
@@ -25,7 +26,9 @@ _BLOCK = 1 << 16  # samples whose headers are gathered at once
 Report = Callable[[int | None, str], bool]  # (sample or None, message) -> keep going?
 
 
-def _needs_decoding(encoding: str, size: int | None) -> bool:
+def _needs_decoding(encoding: str, size: int | None, decode_unsafe: bool) -> bool:
+    if not decode_unsafe and not is_mds_encoding_safe(encoding):
+        return False  # decoding a pickle can run code: only with the user's leave
     return not (encoding in _ALWAYS_VALID or (encoding.startswith("ndarray:") and size))
 
 
@@ -46,7 +49,7 @@ def _column_sizes(buf: np.ndarray, starts: np.ndarray, fixed: list[int | None],
     return sizes
 
 
-def check_mds_samples(reader: Any, data: Any, report: Report) -> int:
+def check_mds_samples(reader: Any, data: Any, report: Report, decode_unsafe: bool = False) -> int:
     """Check every sample of one MDS shard; return the number of good samples.
 
     Args:
@@ -54,7 +57,13 @@ def check_mds_samples(reader: Any, data: Any, report: Report) -> int:
         data: the raw shard file's bytes (a memory map is best).
         report: called with ``(sample index or None, message)`` for each problem; returns
             False to stop looking.
+        decode_unsafe: also decode `pkl` columns (their framing is checked either way).
     """
+    try:
+        columns = reader.columns  # sizes the index gives checked against the encodings
+    except ShardFormatError as err:  # printed after the shard's name: not twice
+        report(None, str(err).removeprefix(f"Shard {reader.raw_data.basename}: "))
+        return 0
     n = reader.samples
     buf = np.frombuffer(data, np.uint8)
     if len(buf) < 8 + 4 * n:
@@ -64,12 +73,12 @@ def check_mds_samples(reader: Any, data: Any, report: Report) -> int:
     if offsets[0] < 8 + 4 * n or offsets[-1] != len(buf) or (np.diff(offsets) < 0).any():
         report(None, "the sample offsets table is out of order or does not end at the file end")
         return 0
-    fixed = [size or None for size in reader.column_sizes]
+    fixed = [column.size for column in columns]
     num_variable = sum(size is None for size in fixed)
     head = 4 * num_variable
     slow = [j for j, (enc, size) in enumerate(zip(reader.column_encodings, fixed))
-            if _needs_decoding(enc, size)]
-    coders = {j: get_encoding(reader.column_encodings[j]) for j in slow}
+            if _needs_decoding(enc, size, decode_unsafe)]
+    coders = {j: columns[j].coder for j in slow}
     view = memoryview(data)
     good = 0
     for begin in range(0, n, _BLOCK):

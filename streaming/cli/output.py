@@ -5,8 +5,10 @@ turned into JSON with bulky values (bytes, big arrays, images) summarised.
 from __future__ import annotations
 
 import base64
+import datetime
 import decimal
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +16,8 @@ from typing import Any
 import click
 import numpy as np
 
-__all__ = ["emit", "fail", "human_bytes", "json_option", "reason", "summarise"]
+__all__ = ["BYTE_COUNT", "emit", "fail", "human_bytes", "json_option", "reason", "summarise",
+           "to_json", "unsafe_option"]
 
 _PREVIEW = 8  # array values / bytes shown in a summary
 
@@ -25,10 +28,41 @@ def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Print one JSON document (for scripts) instead of text.")(func)
 
 
+def unsafe_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--allow-unsafe-types`` flag of every command that decodes samples: as the dataset's
+    `allow_unsafe_types`, without it a `pkl` column is refused (or, in `validate`, only framed),
+    because unpickling runs whatever code the data holds."""
+    return click.option("--allow-unsafe-types", "allow_unsafe_types", is_flag=True,
+                        help="Decode `pkl` columns (unpickling runs code the data holds: only "
+                        "for datasets you trust).")(func)
+
+
+class _ByteCount(click.ParamType):
+    """A size such as ``20gb``, ``500mb`` or ``1048576``; ``none``/``unlimited`` for no limit."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | None:
+        if value is None or isinstance(value, int):
+            return value
+        if str(value).strip().lower() in ("none", "unlimited"):
+            return None
+        from streaming.units import bytes_to_int
+
+        try:
+            return bytes_to_int(value)
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
+BYTE_COUNT = _ByteCount()
+
+
 def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     """Print `data` as JSON, or as the text `render` makes of it."""
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=_default))
+        click.echo(to_json(data, indent=2))
     else:
         click.echo(render(data))
 
@@ -60,12 +94,34 @@ def human_bytes(count: int | float | None) -> str:
     return f"{value:.1f} PB"  # pragma: no cover
 
 
+def to_json(data: Any, indent: int | None = None) -> str:
+    """Strict JSON (what `JSON.parse` and `jq` accept): a NaN or infinite float becomes the
+    string "NaN", "Infinity" or "-Infinity", a date or time its ISO form, anything else that JSON
+    has no type for its `str`."""
+    return json.dumps(_plain(data), indent=indent, default=_default, allow_nan=False)
+
+
+def _plain(value: Any) -> Any:
+    """`value` with what JSON cannot hold replaced (see `to_json`), containers walked."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date
+        return value.isoformat()
+    return value
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    return str(value)
+        return _plain(value.item())
+    return str(value)  # Decimal, timedelta, complex, paths...
 
 
 def summarise(value: Any) -> Any:
@@ -91,6 +147,6 @@ def summarise(value: Any) -> Any:
     if hasattr(value, "size") and hasattr(value, "mode") and hasattr(value, "format"):
         width, height = value.size
         return {"image": value.format or "raw", "mode": value.mode, "size": [width, height]}
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
+    if isinstance(value, (str, int, float, bool, datetime.date, datetime.time)) or value is None:
+        return value  # `to_json` writes dates and times in ISO form
     return repr(value)

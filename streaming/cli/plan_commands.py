@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, json_option
+from streaming.cli.output import BYTE_COUNT, emit, fail, json_option
 
 __all__ = ["plan_command", "simulate_command"]
 
@@ -148,11 +148,13 @@ def plan_command(datasets: tuple[str, ...], split: str | None, shard_sizes: tupl
     from streaming.order.plan import OrderOptions
 
     sizes = _stream_shard_sizes(datasets, split, shard_sizes)
+    names = list(datasets) + [f"--shard-sizes {value}" for value in shard_sizes]
     weights = _weights(len(sizes), proportions, repeats, chooses)
     nodes, ranks_per_node = order.pop("nodes"), order.pop("ranks_per_node")
     try:
         request = PlanRequest(
-            streams=[StreamSpec(stream, **weight) for stream, weight in zip(sizes, weights)],
+            streams=[StreamSpec(stream, **weight, name=name)
+                     for stream, weight, name in zip(sizes, weights, names)],
             options=OrderOptions(**order), nodes=nodes, ranks_per_node=ranks_per_node,
             workers=workers, epoch=epoch, sample_in_epoch=sample_in_epoch,
             initial_nodes=initial_nodes)
@@ -161,6 +163,8 @@ def plan_command(datasets: tuple[str, ...], split: str | None, shard_sizes: tupl
         raise click.BadParameter(f"unknown algorithm {err}") from err
     except (ValueError, RuntimeError) as err:
         fail(str(err))
+    except MemoryError as err:
+        fail(f"the epoch is too large to plan in this machine's memory ({err})")
     emit(data, as_json, _render_plan)
 
 
@@ -177,17 +181,6 @@ def _seconds(text: str | None, option: str) -> float | None:
         raise click.BadParameter(f"expected seconds such as 0.02, 20ms or 300us, got {text!r}",
                                  param_hint=option)
     return value * {"us": 1e-6, "ms": 1e-3, "s": 1.0, None: 1.0}[match.group(2)]  # type: ignore[union-attr]
-
-
-def _byte_count(text: str | None, option: str) -> int | None:
-    if text is None or text.strip().lower() in ("none", "unlimited"):
-        return None
-    from streaming.units import bytes_to_int
-
-    try:
-        return bytes_to_int(text)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint=option) from err
 
 
 def _synthetic(spec: str) -> dict[str, int]:
@@ -214,8 +207,9 @@ def _synthetic(spec: str) -> dict[str, int]:
               help="DataLoader workers per rank (0: read in the main process).")
 @click.option("--predownload", type=click.IntRange(min=0), default=None,
               help="Samples each worker prepares ahead (default: 8 batches).")
-@click.option("--cache-limit", default=None, help="Node cache limit, e.g. 20gb (default: none).")
-@click.option("--bandwidth", default=None,
+@click.option("--cache-limit", type=BYTE_COUNT, default=None,
+              help="Node cache limit, e.g. 20gb (default: none).")
+@click.option("--bandwidth", type=BYTE_COUNT, default=None,
               help="Each node's link in bytes per second, e.g. 500mb (default: unlimited).")
 @click.option("--latency", default="0", show_default=True,
               help="Time to a fetch's first byte, e.g. 20ms.")
@@ -232,8 +226,8 @@ def _synthetic(spec: str) -> dict[str, int]:
 @json_option
 def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tuple[str, ...],
                      proportions: str | None, repeats: str | None, chooses: str | None,
-                     workers: int, predownload: int | None, cache_limit: str | None,
-                     bandwidth: str | None, latency: str, step_time: str, decode_time: str,
+                     workers: int, predownload: int | None, cache_limit: int | None,
+                     bandwidth: int | None, latency: str, step_time: str, decode_time: str,
                      startup: str, prefetch_factor: int, epochs: int, plot_path: str | None,
                      as_json: bool, **order: Any) -> None:
     """Predict a training run before launching it: throughput over time, time to first batch,
@@ -248,8 +242,7 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
     try:
         config = SimConfig(
             workers=workers, predownload=predownload,
-            cache_limit=_byte_count(cache_limit, "--cache-limit"),
-            bandwidth=_byte_count(bandwidth, "--bandwidth"),
+            cache_limit=cache_limit, bandwidth=bandwidth,
             latency=_seconds(latency, "--latency"),  # type: ignore[arg-type]
             step_seconds_per_sample=_seconds(step_time, "--step-time"),  # type: ignore[arg-type]
             decode_seconds_per_sample=_seconds(decode_time, "--decode-time"),  # type: ignore[arg-type]
@@ -265,4 +258,6 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
         raise click.BadParameter(f"unknown algorithm {err}") from err
     except (OSError, ValueError, RuntimeError, ImportError) as err:
         fail(str(err))
+    except MemoryError as err:
+        fail(f"the epoch is too large to simulate in this machine's memory ({err})")
     emit(result.to_json(), as_json, lambda _: result.render())

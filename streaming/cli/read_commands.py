@@ -14,8 +14,18 @@ from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, human_bytes, json_option, reason, summarise
+from streaming.cli.output import (
+    emit,
+    fail,
+    human_bytes,
+    json_option,
+    reason,
+    summarise,
+    to_json,
+    unsafe_option,
+)
 from streaming.cli.source import DatasetSource, open_source
+from streaming.errors import StreamingError
 from streaming.format.index import ShardEntry
 
 __all__ = ["head_command", "inspect_command", "validate_command"]
@@ -23,14 +33,16 @@ __all__ = ["head_command", "inspect_command", "validate_command"]
 _split_option = click.option("--split", default=None, help="Split subdirectory of DATASET.")
 
 
-def _load(dataset: str, split: str | None) -> tuple[DatasetSource, list[dict[str, Any]]]:
-    source = open_source(dataset, split)
+def _load(dataset: str, split: str | None,
+          allow_unsafe_types: bool = False) -> tuple[DatasetSource, list[dict[str, Any]]]:
+    source = open_source(dataset, split, allow_unsafe_types)
     try:
         return source, source.read_index()
     except FileNotFoundError as err:
         fail(f"no index.json at {source.location} ({err})")
-    except (ValueError, PermissionError, ImportError) as err:
-        fail(f"cannot read the index of {source.location}: {err}")
+    except (StreamingError, OSError, ValueError, ImportError) as err:
+        # OSError: a server that cannot be reached or stalls, an index.json that is a folder.
+        fail(f"cannot read the index of {source.location}: {reason(err)}")
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -112,11 +124,13 @@ def inspect_command(dataset: str, split: str | None, show_shards: bool, as_json:
 @click.option("-n", "count", type=click.IntRange(min=0), default=5, show_default=True,
               help="Number of samples to print.")
 @_split_option
+@unsafe_option
 @json_option
-def head_command(dataset: str, count: int, split: str | None, as_json: bool) -> None:
+def head_command(dataset: str, count: int, split: str | None, allow_unsafe_types: bool,
+                 as_json: bool) -> None:
     """Print the first samples of DATASET as JSON lines (bytes, big arrays and images are
     summarised). Remote datasets fetch only index.json and the shards needed."""
-    source, raw = _load(dataset, split)
+    source, raw = _load(dataset, split, allow_unsafe_types)
     samples: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="streaming-head-") as scratch:
         for obj in raw:
@@ -134,11 +148,14 @@ def head_command(dataset: str, count: int, split: str | None, as_json: bool) -> 
         emit({"dataset": source.location, "samples": samples}, True, str)
     else:
         for sample in samples:
-            click.echo(json.dumps(sample))
+            click.echo(to_json(sample))
 
 
 def _render_validation(report: Any) -> str:
     lines = [str(problem) for problem in report.problems]
+    if report.undecoded:
+        lines.append(f"note: {', '.join(report.undecoded)} framed but not decoded (unpickling "
+                     "runs code the data holds): pass --allow-unsafe-types to decode")
     verdict = "OK" if report.ok else f"{len(report.problems)} problem(s)"
     lines.append(f"{verdict}: {report.shards:,} shards, {report.samples:,} samples decoded, "
                  f"{report.digests:,} digests checked, {human_bytes(report.bytes)} in "
@@ -154,9 +171,10 @@ def _render_validation(report: Any) -> str:
               help="Processes checking shards in parallel (default: CPU count).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar on stderr.")
+@unsafe_option
 @json_option
 def validate_command(dataset: str, split: str | None, workers: int | None, progress: bool,
-             as_json: bool) -> None:
+                     allow_unsafe_types: bool, as_json: bool) -> None:
     """Check every file size and digest of DATASET and decode every sample, in parallel.
 
     Exits 1 if anything is wrong, naming the shard and the sample."""
@@ -166,7 +184,7 @@ def validate_command(dataset: str, split: str | None, workers: int | None, progr
     source, raw = _load(dataset, split)
     total = sum(int(obj.get("samples", 0)) for obj in raw)
     with make_progress(progress and not as_json, total, desc="validate") as bar:
-        report = validate_dataset(dataset, split, workers, bar)
+        report = validate_dataset(dataset, split, workers, bar, allow_unsafe_types)
     emit(report.to_json(), as_json, lambda _: _render_validation(report))
     if not report.ok:
         raise SystemExit(1)

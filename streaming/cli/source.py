@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.errors import ShardUnavailableError
+from streaming.errors import ShardUnavailableError, UnsafeTypeError
 from streaming.format import Reader, reader_for_entry
 from streaming.format.compression import decompress_file
 from streaming.format.fileio import write_atomic
@@ -36,6 +36,7 @@ class DatasetSource:
     """A dataset (or split) directory, local or remote."""
 
     location: str  # the dataset directory (split included): a local path or a URL
+    allow_unsafe_types: bool = False  # whether readers may decode `pkl` columns
 
     @property
     def remote(self) -> bool:
@@ -92,9 +93,15 @@ class DatasetSource:
         """A reader of one shard whose raw files exist locally (fetched/decompressed if needed).
 
         Raises:
+            UnsafeTypeError: a `pkl` column, and `allow_unsafe_types` is off (checked before
+                any shard file is fetched).
             FileNotFoundError: neither the raw nor the compressed form is available.
         """
         entry = ShardEntry.from_json(obj)
+        try:
+            reader_for_entry(self.local_dir or "", None, entry).validate(self.allow_unsafe_types)
+        except UnsafeTypeError as err:
+            raise UnsafeTypeError(f"{err} On the command line: --allow-unsafe-types.") from None
         local = self.local_dir
         if entry.format == "parquet":  # Parquet indexed in place: no files of its own
             return self._in_place_reader(entry, scratch)
@@ -146,10 +153,13 @@ def materialize(source: DatasetSource, raw: str, packed: str | None, compression
     return dest
 
 
-def open_source(dataset: str, split: str | None = None) -> DatasetSource:
+def open_source(dataset: str, split: str | None = None,
+                allow_unsafe_types: bool = False) -> DatasetSource:
     """The dataset directory named on the command line, with the split appended."""
     if not split:
-        return DatasetSource(dataset.rstrip("/") if "://" in dataset else dataset)
-    if scheme_of(dataset):
-        return DatasetSource(f"{dataset.rstrip('/')}/{split.strip('/')}")
-    return DatasetSource(os.path.join(dataset, split))
+        location = dataset.rstrip("/") if "://" in dataset else dataset
+    elif scheme_of(dataset):
+        location = f"{dataset.rstrip('/')}/{split.strip('/')}"
+    else:
+        location = os.path.join(dataset, split)
+    return DatasetSource(location, allow_unsafe_types)

@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, human_bytes, json_option, reason
+from streaming.cli.output import (
+    BYTE_COUNT,
+    emit,
+    fail,
+    human_bytes,
+    json_option,
+    reason,
+    unsafe_option,
+)
 
 __all__ = ["bench_command", "clean_command", "doctor_command"]
 
@@ -31,15 +39,16 @@ def _render_bench(data: dict[str, Any]) -> str:
               help="Reader processes (each reads every n-th shard).")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Stop after about this many samples.")
+@unsafe_option
 @json_option
 def bench_command(dataset: str, split: str | None, workers: int, limit: int | None,
-                  as_json: bool) -> None:
+                  allow_unsafe_types: bool, as_json: bool) -> None:
     """Measure how fast DATASET reads: samples/s, MB/s and time to the first sample (remote
     shards are fetched and decompressed as part of the measurement)."""
     from streaming.cli.benching import bench_read
 
     try:
-        result = bench_read(dataset, split, workers, limit)
+        result = bench_read(dataset, split, workers, limit, allow_unsafe_types)
     except Exception as err:  # noqa: BLE001 - a shard that cannot be read is the answer
         fail(reason(err))
     emit(result, as_json, _render_bench)
@@ -57,27 +66,33 @@ def bench_command(dataset: str, split: str | None, workers: int, limit: int | No
               help="How many batches the slice reads.")
 @click.option("--shuffle/--no-shuffle", default=False, show_default=True)
 @click.option("--predownload", type=click.IntRange(min=1), default=None)
-@click.option("--cache-limit", default=None, help="As StreamingDataset's, e.g. 10gb.")
+@click.option("--cache-limit", type=BYTE_COUNT, default=None,
+              help="As StreamingDataset's, e.g. 10gb.")
 @click.option("--cpus", type=click.IntRange(min=1), default=None,
               help="CPUs the loader may use (default: all this process may run on).")
 @click.option("--plot", "plot_path", default=None, help="Also draw a timeline and per-stage "
               "bars into this image (needs matplotlib: pip install 'shardstream[plot]').")
+@unsafe_option
 @json_option
 def doctor_command(dataset: str, local: str | None, split: str | None, workers: int,
                    batch_size: int, batches: int, shuffle: bool, predownload: int | None,
-                   cache_limit: str | None, cpus: int | None, plot_path: str | None,
-                   as_json: bool) -> None:
+                   cache_limit: int | None, cpus: int | None, plot_path: str | None,
+                   allow_unsafe_types: bool, as_json: bool) -> None:
     """Read a slice of an epoch of DATASET and say where the time goes: waiting for the
     network, decoding, too few workers, cache thrashing, shard sizes; with the settings to
     try."""
     from streaming.cli.doctor import plot_report, render_report, run_doctor
+    from streaming.errors import UnsafeTypeError
 
     try:
         report = run_doctor(dataset, local=local, split=split, workers=workers,
                             batch_size=batch_size, batches=batches, shuffle=shuffle,
-                            predownload=predownload, cache_limit=cache_limit, cpus=cpus)
+                            predownload=predownload, cache_limit=cache_limit, cpus=cpus,
+                            allow_unsafe_types=allow_unsafe_types)
         if plot_path:
             plot_report(report, plot_path)
+    except UnsafeTypeError as err:
+        fail(f"{err} On the command line: --allow-unsafe-types.")
     except (OSError, ValueError, ImportError, RuntimeError) as err:
         fail(str(err))
     emit(report, as_json, render_report)

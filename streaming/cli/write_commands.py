@@ -7,6 +7,7 @@ then start without loading torch, Spark, Arrow or the storage SDKs they do not u
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from typing import Any
@@ -138,15 +139,23 @@ def merge_index_command(root: str, remote: str | None, drop_local: bool, strict:
 
     if drop_local and not remote:
         raise click.UsageError("--no-keep-local needs --remote (else the merge would be lost).")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the report lists what was skipped
-        try:
+    merge_log = logging.getLogger("streaming.merge")
+    level = merge_log.level
+    merge_log.setLevel(logging.ERROR)  # the report says what the library's warnings say
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the report lists what was skipped
             report = merge_root(_out_arg(remote, root) if remote else root,
                                 keep_local=not drop_local)
-        except (OSError, ValueError, RuntimeError) as err:
-            fail(str(err))
+    except (OSError, ValueError, RuntimeError) as err:
+        fail(str(err))
+    finally:
+        merge_log.setLevel(level)
     if not report.partitions:
-        emit({"merged": 0, "skipped": report.skipped}, as_json, lambda _: _render_merge(report))
+        if as_json:
+            emit({"merged": 0, "skipped": report.skipped}, True, str)
+        for name, why in report.skipped.items() if not as_json else ():
+            click.echo(f"skipped {name}: {why}", err=True)
         fail(f"no complete sub-dataset with an index.json under {root}")
     emit({"index": report.index_path, "remote_index": report.remote_index,
           "partitions": report.partitions, "shards": report.shards, "samples": report.samples,

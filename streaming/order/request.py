@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from streaming.order.checkpoint import Checkpoint
 from streaming.order.plan import OrderOptions, Resolution, StreamTable, plan, resolve_epoch
-from streaming.order.weighting import StreamWeights
+from streaming.order.weighting import StreamWeights, check_stream_weights
 from streaming.order.world import World
 
 __all__ = ["PlanRequest", "PlannedEpoch", "StreamSpec", "plan_request"]
@@ -28,6 +28,19 @@ class StreamSpec:
     proportion: float | None = None
     repeat: float | None = None
     choose: int | None = None
+    name: str = "stream"  # where it came from, for messages
+
+    def __post_init__(self) -> None:
+        """The checks `Stream` and the dataset make, so a plan is refused as a run would be."""
+        try:
+            check_stream_weights(self.proportion, self.repeat, self.choose)
+        except ValueError as err:
+            raise ValueError(f"{self.name}: {err}") from None
+        sizes = np.asarray(self.shard_sizes)
+        if sizes.size and (sizes.ndim != 1 or sizes.min() < 0):
+            raise ValueError(f"{self.name}: shard sizes must be non-negative sample counts")
+        if not sizes.sum():
+            raise ValueError(f"{self.name}: stream contains no samples.")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ caller (`Stream`) stores the results back on its objects. Pure numpy.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -31,7 +32,9 @@ def check_stream_weights(proportion: float | None, repeat: float | None,
     """The `Stream` constructor's checks on its weight arguments.
 
     Raises:
-        ValueError: more than one weight given, or a negative one.
+        ValueError: more than one weight given, or a negative one, or one that is not a finite
+            number (the reference takes `inf` and `nan`, then fails deep in the epoch's plan or
+            plans garbage).
     """
     given = (proportion is not None) + (repeat is not None) + (choose is not None)
     if given > 1:
@@ -40,6 +43,8 @@ def check_stream_weights(proportion: float | None, repeat: float | None,
     for name, value in (('proportion', proportion), ('repeat', repeat), ('choose', choose)):
         if value is not None and value < 0:
             raise ValueError(f'`{name}` must be non-negative')
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f'`{name}` must be a finite number, got {value}')
 
 
 def validate_weights(weights: Sequence[StreamWeights]) -> tuple[bool, bool]:

@@ -18,6 +18,7 @@ Only index files are read. `streaming simulate` is the command line over it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -37,7 +38,7 @@ __all__ = ["SimConfig", "SimResult", "SimStream", "SimulationError", "simulate",
 
 def _request(streams: Sequence[SimStream], config: SimConfig, epoch: int) -> PlanRequest:
     return PlanRequest(
-        streams=[StreamSpec(s.samples, s.proportion, s.repeat, s.choose) for s in streams],
+        streams=[StreamSpec(s.samples, s.proportion, s.repeat, s.choose, s.name) for s in streams],
         options=config.options(), nodes=config.nodes, ranks_per_node=config.ranks_per_node,
         workers=config.readers_per_rank, epoch=epoch)
 
@@ -120,7 +121,7 @@ def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None
     return SimResult(
         config=config.to_json(), streams=[s.name for s in sims],
         samples_per_epoch=planned.streams.epoch_size, seconds=end,
-        first_batch_seconds=model.first_batch[0], samples_per_second=total / end if end else 0.0,
+        first_batch_seconds=model.first_batch[0], samples_per_second=_rate(total, end),
         stall_fraction=model.stall_seconds / end if end else 0.0, epochs=reports,
         timeline=timeline(end, steps, np.concatenate(model.step_samples),
                           [n.cache_times for n in model.nodes],
@@ -133,7 +134,13 @@ def _node_report(model: Model, node: int, samples: int, after: tuple[int, ...],
     fetch_bytes, fetches, refetches, evictions, evicted = (a - b for a, b in zip(after, before))
     return NodeReport(node, samples, fetch_bytes, fetches, refetches, evictions, evicted,
                       peak_cache_bytes=model.nodes[node].cache.peak,
-                      samples_per_second=samples / seconds if seconds else 0.0)
+                      samples_per_second=_rate(samples, seconds))
+
+
+def _rate(samples: int, seconds: float) -> float:
+    """Samples per second; unbounded (inf) when the model spent no time on them (no link
+    limit, latency, step or decode time was given)."""
+    return samples / seconds if seconds else (math.inf if samples else 0.0)
 
 
 def _counters(model: Model) -> list[tuple[int, ...]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -72,7 +73,8 @@ class SimResult:
             "",
             f"time to first batch  {self.first_batch_seconds:10.3f} s",
             f"run time             {self.seconds:10.3f} s",
-            f"throughput           {self.samples_per_second:10,.0f} samples/s (all nodes)",
+            f"throughput           {_per_second(self.samples_per_second, 10)} samples/s "
+            "(all nodes)",
             f"step waiting on data {self.stall_fraction * 100:9.1f} %",
             "",
             f"{'epoch':>5} {'node':>4} {'samples/s':>12} {'downloaded':>11} {'fetches':>8} "
@@ -81,7 +83,7 @@ class SimResult:
         for epoch in self.epochs:
             for node in epoch.nodes:
                 lines.append(
-                    f"{epoch.epoch:>5} {node.node:>4} {node.samples_per_second:>12,.0f} "
+                    f"{epoch.epoch:>5} {node.node:>4} {_per_second(node.samples_per_second, 12)} "
                     f"{_bytes(node.fetch_bytes):>11} {node.fetches:>8} {node.refetches:>9} "
                     f"{node.evictions:>9} {_bytes(node.peak_cache_bytes):>11}")
         lines.append(f"\n(simulated {self.events:,} events in {self.wall_seconds:.2f} s)")
@@ -167,3 +169,8 @@ def _bytes(value: float | None) -> str:
 
 def _rate(value: float | None) -> str:
     return "unlimited" if value is None else f"{_bytes(value)}/s"
+
+
+def _per_second(rate: float, width: int) -> str:
+    """A rate for the table; "unbounded" when nothing in the model took time."""
+    return f"{rate:{width},.0f}" if math.isfinite(rate) else f"{'unbounded':>{width}}"

@@ -60,6 +60,10 @@ def offsets_in_order(offsets: np.ndarray, samples: int, size: int) -> bool:
                 and (np.diff(wide) >= 0).all())
 
 
+def _describe_size(size: int | None) -> str:
+    return "a length-prefixed value" if size is None else f"{size} bytes"
+
+
 def block_samples(mean_size: int) -> int:
     """Samples per sequential block: `_BLOCK_BYTES` worth of them, within ``[1, _BLOCK_MAX]``."""
     return max(1, min(_BLOCK_MAX, _BLOCK_BYTES // max(mean_size, 1)))
@@ -138,6 +142,15 @@ class MDSReader(JointReader):
                     "``allow_unsafe_types=True``."
                 )
 
+    @property
+    def columns(self) -> list[Column]:
+        """The columns as they decode: names, coders, fixed sizes (None: length-prefixed).
+
+        Raises:
+            ShardFormatError: the index frames a column at another size than its encoding.
+        """
+        return self._columns or self._plan()
+
     def _plan(self) -> list[Column]:
         """Resolve each column's encoding once; variable columns get their header slot."""
         if len(self.column_names) != len(self.column_encodings) or len(
@@ -150,6 +163,13 @@ class MDSReader(JointReader):
         for name, encoding, size in zip(self.column_names, self.column_encodings,
                                         self.column_sizes):
             coder = get_encoding(encoding)
+            if (size or None) != coder.size:
+                # A hand-edited index (or one from another writer) that frames a column at
+                # another size than its encoding takes: no sample of the shard can decode.
+                raise ShardFormatError(
+                    f"Shard {self.raw_data.basename}: column {name!r} is {encoding}, which takes "
+                    f"{_describe_size(coder.size)}, but the index gives it "
+                    f"{_describe_size(size or None)}.")
             if self._bytes_as_views and type(coder).decode is Bytes.decode:
                 coder = _VIEW_BYTES
             columns.append(Column(name, coder, size or None, slots))
