@@ -32,6 +32,7 @@ from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
+from streaming.storage.transfer import TransferError
 from streaming.storage.urls import scheme_of
 
 if TYPE_CHECKING:
@@ -92,10 +93,13 @@ class NodeCache(NodeMetrics):
                                [scheme_of(src.store.url) if src.store is not None else ""
                                 for src in built])
         self._uses = EpochUses(n)  # when each shard is needed next (future-aware eviction)
+        # This process's background fetches that used up their attempts: (when, error).
+        self._gave_up: dict[int, tuple[float, TransferError]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_counters"] = None  # a view of shared memory and a lock: made again on use
+        state["_gave_up"] = {}
         return state
 
     # ------------------------------------------------------------------------------- start-up
@@ -148,9 +152,20 @@ class NodeCache(NodeMetrics):
             if outcome is not Outcome.GRANTED:
                 return outcome is Outcome.READY
             return self._run_prepare(shard)
-        self.claims.ensure(shard, lambda: self._fetch(shard), reprepare=force)
+        since = time.monotonic()
+        self.claims.ensure(shard, lambda: self._fetch_unless_given_up(shard, since),
+                           reprepare=force)
         self.touch(shard)
         return True
+
+    def _fetch_unless_given_up(self, shard: int, since: float) -> Callable[[], None]:
+        """`_fetch`, unless this process's prefetch of `shard` used up every attempt while the
+        reader waited for it: its error is the reader's (the user's `download_retry` attempts
+        were made; starting them all again doubled the time a dead shard took to report)."""
+        gave_up = self._gave_up.pop(shard, None)
+        if gave_up is not None and gave_up[0] >= since:
+            raise gave_up[1]
+        return self._fetch(shard)
 
     def claim_ahead(self, shard: int) -> bool:
         """Claim `shard` for a preparation this process will run soon (`prepare_claimed`), so
@@ -176,9 +191,12 @@ class NodeCache(NodeMetrics):
         except _PutOff:
             self.claims.finish(shard, ok=False)
             return False
-        except BaseException:
+        except BaseException as err:
+            if isinstance(err, TransferError):
+                self._gave_up[shard] = (time.monotonic(), err)
             self.claims.finish(shard, ok=False)
             raise
+        self._gave_up.pop(shard, None)
         self.claims.finish(shard, ok=True, also=account)
         return True
 

@@ -19,12 +19,14 @@ from streaming.format import Reader, reader_for_entry
 from streaming.format.compression import decompress_file
 from streaming.format.fileio import write_atomic
 from streaming.format.index import (
+    FileInfo,
     ShardEntry,
     get_index_basename,
     parse_index,
     read_index_objects,
 )
 from streaming.format.read_options import ReadOptions
+from streaming.hashing import fast_hash_of
 from streaming.storage import fetch, open_store
 from streaming.storage.urls import scheme_of
 
@@ -78,15 +80,21 @@ class DatasetSource:
         """The parsed, checked shard entries (see `parse_index`)."""
         return parse_index(*self._index_text())
 
-    def file_bytes(self, basename: str, scratch: str) -> tuple[str, bool]:
+    def file_bytes(self, basename: str, scratch: str,
+                   verify: FileInfo | None = None) -> tuple[str, bool]:
         """A local path holding `basename`: the dataset's own file, or a fetched copy in
-        `scratch`; the flag says whether it is a copy."""
+        `scratch`; the flag says whether it is a copy. A copy made with `verify` (the file's
+        index entry) has its size and fast digest checked, as the dataset checks a download:
+        `head` and `bench` never show samples of a shard that does not match its index."""
         local = self.local_dir
         if local is not None:
             return os.path.join(local, basename), False
 
         dest = os.path.join(scratch, basename)
-        fetch(self.store(), basename, dest)
+        algo = fast_hash_of(verify.hashes) if verify is not None else None
+        fetch(self.store(), basename, dest, hash_algo=algo,
+              expected_hash=verify.hashes.get(algo) if verify is not None and algo else None,
+              expected_size=verify.bytes if verify is not None else None)
         return dest, True
 
     def reader(self, obj: dict[str, Any], scratch: str) -> Reader:
@@ -112,8 +120,7 @@ class DatasetSource:
             return reader_for_entry(local, None, entry)
         for raw, packed in pairs:
             if raw is not None:
-                materialize(self, raw.basename, packed.basename if packed else None,
-                            entry.compression, scratch)
+                materialize(self, raw, packed, entry.compression, scratch)
         return reader_for_entry(scratch, None, entry)
 
 
@@ -130,22 +137,23 @@ class DatasetSource:
         return reader
 
 
-def materialize(source: DatasetSource, raw: str, packed: str | None, compression: str | None,
-                scratch: str) -> str:
+def materialize(source: DatasetSource, raw: FileInfo, packed: FileInfo | None,
+                compression: str | None, scratch: str) -> str:
     """Put the raw form of one shard file into `scratch` and return its path."""
-    dest = os.path.join(scratch, raw)
+    dest = os.path.join(scratch, raw.basename)
     local = source.local_dir
-    if local is not None and os.path.exists(os.path.join(local, raw)):
-        return os.path.join(local, raw)
-    if local is not None and (packed is None or not os.path.exists(os.path.join(local, packed))):
-        also = f" (nor is its compressed form {packed})" if packed else ""
-        raise ShardUnavailableError(f"Shard file {raw} is missing from {local}{also}.")
+    if local is not None and os.path.exists(os.path.join(local, raw.basename)):
+        return os.path.join(local, raw.basename)
+    if local is not None and (packed is None or
+                              not os.path.exists(os.path.join(local, packed.basename))):
+        also = f" (nor is its compressed form {packed.basename})" if packed else ""
+        raise ShardUnavailableError(f"Shard file {raw.basename} is missing from {local}{also}.")
     if packed is None:
-        path, _ = source.file_bytes(raw, scratch)
+        path, _ = source.file_bytes(raw.basename, scratch, raw)
         return path
-    path, copied = source.file_bytes(packed, scratch)
+    path, copied = source.file_bytes(packed.basename, scratch, packed)
     with open(path, "rb") as file:
-        data = decompress_file(compression, file.read(), packed)
+        data = decompress_file(compression, file.read(), packed.basename)
     if copied:
         os.remove(path)
     os.makedirs(os.path.dirname(dest), exist_ok=True)

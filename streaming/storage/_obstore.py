@@ -59,6 +59,9 @@ UPLOAD_TIMEOUT = 300.0
 _KIND = re.compile(r"\bkind: (\w+)")
 # What S3 and Azure answer a listing of a bucket / container that does not exist.
 _MISSING_CONTAINER = re.compile(r"\b(NoSuchBucket|ContainerNotFound|status: 404\b)")
+_REFUSED = re.compile(r"\b(status: 403\b|status code: 403\b)")
+_CODE = re.compile(r"<Code>(\w+)</Code>")
+_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -179,6 +182,8 @@ class ObstoreBackedStore(Store):
                 return "unreachable"
             if kinds & {"Interrupted", "Body", "Decode"}:
                 return "dropped"
+            if _REFUSED.search(str(err)):  # a listing's 403 is not a PermissionDeniedError
+                return "denied"
         return super()._classify(err)
 
     @forksafe
@@ -330,30 +335,24 @@ class ObstoreBackedStore(Store):
 
     @forksafe
     def check_container(self) -> None:
-        """One listing request under the store's prefix: a missing bucket fails it. Refused
-        access passes (credentials may write without listing), and so does a server that cannot
-        be reached now (the uploads retry): either way the uploads will tell."""
-        try:
-            self._list_once()
-        except AccessDeniedError:
-            return
-        except (RemoteUnreachableError, ConnectionDroppedError, TransferStalledError) as err:
-            logger.warning("Could not check that the bucket of %s exists: %s", self.url, err)
+        self._check_by_listing(self._list_first)
 
-    def _list_once(self) -> None:
-        """The first page of a listing (raises ours: a missing bucket names it)."""
+    def _list_first(self) -> None:
+        """The first page of a listing (a listing's 404 and 403 are not mapped by obstore)."""
         try:
-            with self._errors(""):
-                try:
-                    next(iter(obstore.list(self._client(), chunk_size=1)), None)
-                except GenericError as err:  # a listing's 404 is not mapped to NotFoundError
-                    if _MISSING_CONTAINER.search(str(err)):
-                        raise FileNotFoundError(str(err).split("\n", 1)[0]) from None
-                    raise
-        except ObjectNotFoundError:
-            raise ObjectNotFoundError(
-                f"The bucket of {self.url} does not exist (or these credentials cannot see "
-                "it).") from None
+            next(iter(obstore.list(self._client(), chunk_size=1)), None)
+        except GenericError as err:
+            if _MISSING_CONTAINER.search(str(err)):
+                raise FileNotFoundError(str(err).split("\n", 1)[0]) from None
+            if _REFUSED.search(str(err)):
+                raise self.denied("", self._refusal(str(err))) from None
+            raise
+
+    def _refusal(self, text: str) -> str:
+        """What a 403 answer to a listing of the store says, in one line."""
+        code, message = _CODE.search(text), _MESSAGE.search(text)
+        detail = ": ".join(m.group(1) for m in (code, message) if m) or text.split("\n", 1)[0]
+        return f"listing refused: {detail}"
 
     @forksafe
     def list_modified(self, prefix: str = "") -> dict[str, float]:

@@ -9,6 +9,7 @@ here knows about shards, caches or retries.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -26,6 +27,12 @@ from streaming.errors import (
     StreamingError,
     TransferStalledError,
 )
+
+_logger = logging.getLogger(__name__)
+# Error codes of a 403 that say the credentials themselves are wrong (S3, Azure), not that a
+# policy forbids the request.
+_BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|InvalidToken|"
+                              r"ExpiredToken|AuthenticationFailed|InvalidAuthenticationInfo)\b")
 
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
            "ErrorKind", "error_detail", "split_url", "join_key"]
@@ -226,6 +233,25 @@ class Store(ABC):
             ObjectNotFoundError: the bucket does not exist (or these credentials cannot see it).
         """
         return None  # nothing to check where there is no bucket
+
+    def _check_by_listing(self, list_one: Callable[[], object]) -> None:
+        """`check_container` for stores in buckets: `list_one` lists at most one object under
+        the prefix (raising ours). A missing bucket fails; credentials the server rejects
+        outright fail too (no upload would get through); access refused by policy passes
+        (credentials may write without listing), and so does a server that cannot be reached
+        now (the uploads retry): either way the uploads will tell."""
+        try:
+            with self._errors(""):
+                list_one()
+        except ObjectNotFoundError:
+            raise ObjectNotFoundError(
+                f"The bucket of {self.url} does not exist (or these credentials cannot see "
+                "it).") from None
+        except AccessDeniedError as err:
+            if _BAD_CREDENTIALS.search(str(err)):
+                raise
+        except (RemoteUnreachableError, ConnectionDroppedError, TransferStalledError) as err:
+            _logger.warning("Could not check that the bucket of %s exists: %s", self.url, err)
 
     def exists(self, path: str) -> bool:
         """Whether an object exists at `path` (permission problems still raise)."""

@@ -116,6 +116,11 @@ class GCSStore(Store):
         with self._errors(path):
             self._blob(path).upload_from_filename(local_path, timeout=self.timeout)
 
+    def check_container(self) -> None:
+        self._check_by_listing(lambda: next(iter(self._client().client.list_blobs(
+            self.bucket_name, prefix=self.prefix or None, max_results=1,
+            timeout=self.timeout)), None))
+
     def list_modified(self, prefix: str = "") -> dict[str, float]:
         cut = len(self.prefix) + 1 if self.prefix else 0
         with self._errors(prefix):

@@ -202,7 +202,8 @@ class S3Store(ObstoreBackedStore):
             super().check_container()
             return
         try:
-            self._list_once()
+            with self._errors(""):
+                self._list_first()
         except (UnauthenticatedError, GenericError, RemoteUnreachableError) as err:
             raise AccessDeniedError(
                 f"No AWS credentials for {self.url}: set AWS_ACCESS_KEY_ID and "

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from streaming.atomic import discard, replacing
 from streaming.defaults import DEFAULT_TIMEOUT
-from streaming.errors import HashMismatchError, StreamingError
+from streaming.errors import HashMismatchError, RemoteUnreachableError, StreamingError
 from streaming.hashing import hash_file
 from streaming.retries import backoff_pause
 from streaming.retries import call_with_retries as retrying
@@ -79,7 +79,14 @@ def is_retryable(err: BaseException) -> bool:
 
 
 def _connection_trouble(err: BaseException) -> bool:
-    """Refused, dropped mid-body, stalled, short body: a new connection is the remedy."""
+    """Dropped mid-body, stalled, short body: a new connection at once is the remedy.
+
+    Not a refused connection or an unreachable server: the server is down (restarting, a load
+    balancer between two backends), and only time helps. Retried at once, both default attempts
+    fell inside a half-second outage that the reference, pausing first, rode out.
+    """
+    if isinstance(err, (RemoteUnreachableError, ConnectionRefusedError)):
+        return False
     return isinstance(err, (ConnectionError, TimeoutError))
 
 
@@ -88,10 +95,10 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
     """Run `func` up to `retries` times in total; return its result and the attempts used.
 
     A fatal error (missing object, refused access, wrong digest...) is re-raised as it is, at
-    once. Connection trouble is retried at once the first time (a dropped or stalled connection
-    usually works again on a new one: waiting would not help), then with the backoff like other
-    transient errors, ``backoff * 2**i + uniform(0, max_jitter)`` seconds as the reference's
-    `retry`, so a server being restarted is still ridden out.
+    once. A dropped or stalled connection is retried at once the first time (it usually works
+    again on a new one: waiting would not help), then with the backoff like other transient
+    errors (a refused connection among them), ``backoff * 2**i + uniform(0, max_jitter)``
+    seconds as the reference's `retry`, so a server being restarted is still ridden out.
 
     Raises:
         ValueError: ``num_attempts must be at-least 1`` when `retries` < 1 (reference message).
