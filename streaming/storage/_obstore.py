@@ -31,13 +31,11 @@ import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
 
 from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
-from streaming.errors import ConnectionDroppedError, RemoteUnreachableError, TransferStalledError
+from streaming.errors import TransferStalledError
 from streaming.storage._forksafe import forksafe
 from streaming.storage.base import (
-    AccessDeniedError,
     ErrorKind,
     MeteredWriter,
-    ObjectNotFoundError,
     ProgressFn,
     Store,
     error_detail,
