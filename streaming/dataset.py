@@ -43,6 +43,7 @@ from streaming.dataset_setup import (
 from streaming.format.read_buffers import pickle_views_as_bytes
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import EpochReads, drop_padding, epoch_samples, iterate_batches
+from streaming.latest_iteration import LatestIteration
 from streaming.order.plan import (
     Resolution,
     epoch_node_rows,
@@ -165,6 +166,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         self._next_epoch, self._resume_page = node.next_epoch, node.resume_page
         self._epoch_barrier = node.epoch_barrier
         self._prefetchers = Prefetchers()  # of this process's live iterations, for `close()`
+        self._latest = LatestIteration()  # a new iteration ends the one before
         self._cache.count_as_main(self._unique_world.rank_of_node)
         self._cache.counters.add_many({"index_load_seconds": loading,
                                        "index_loads": len(self.streams)})
@@ -355,7 +357,9 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         batching = self._loader_batches
         if batching is not None:
             return self.batches(*batching)
-        return epoch_samples(self._epoch_reads, self.predownload)  # begins at the first `next`
+        # Begins at the first `next`, ending the iteration before (`LatestIteration`).
+        return self._latest.track(self._epoch_reads,
+                                  lambda begin: epoch_samples(begin, self.predownload))
 
     def batches(self, batch_size: int | None = None, drop_last: bool = False
                 ) -> Iterator[dict[str, Any]]:
@@ -373,5 +377,12 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         size = self.batch_size if batch_size is None else batch_size
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {size!r}.")
-        sample_ids, reads = self._epoch_reads()
-        yield from iterate_batches(sample_ids, reads, self.predownload, size, drop_last)
+        return self._latest.track(self._epoch_reads, lambda begin: _epoch_batches(
+            begin, self.predownload, size, drop_last))
+
+
+def _epoch_batches(begin: Callable[[], tuple[np.ndarray, EpochReads]], predownload: int,
+                   batch_size: int, drop_last: bool) -> Iterator[dict[str, Any]]:
+    """`iterate_batches`, its sample ids and reads made by `begin` at the first `next`."""
+    sample_ids, reads = begin()
+    yield from iterate_batches(sample_ids, reads, predownload, batch_size, drop_last)

@@ -1,0 +1,62 @@
+"""One live iteration per dataset and process: beginning a new one ends the one before.
+
+As in the reference (its `_Iterator.exit()`), an iterator left behind by a new `iter(dataset)`
+yields nothing more once the new one has begun. Were it to go on, it would read the rest of an
+older epoch beside the new one, and a `StreamingDataLoader` counting both would checkpoint a
+`sample_in_epoch` beyond the epoch, a state no dataset can load.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
+
+__all__ = ["LatestIteration"]
+
+Begin = TypeVar("Begin")
+
+
+class LatestIteration:
+    """The iteration of one dataset that is live in this process (see the module docstring).
+
+    A copy pickled into a DataLoader worker starts with none: a worker's iterations are its own.
+    """
+
+    def __init__(self) -> None:
+        self._live: weakref.ref[Generator[Any, None, None]] | None = None
+        self._lock = threading.Lock()
+
+    def track(self, begin: Callable[[], Begin],
+              make: Callable[[Callable[[], Begin]], Generator[Any, None, None]]
+              ) -> Generator[Any, None, None]:
+        """The generator `make(start)`, where `start` is `begin` run as this iteration becomes
+        the live one (at its first `next`, when the generator calls it): the previous live
+        iteration is closed then, so it ends at its next `next`.
+
+        An iteration running in another thread at that moment cannot be closed from here; it
+        goes on, as two threads reading one dataset did before.
+        """
+        holder: list[weakref.ref[Generator[Any, None, None]]] = []
+
+        def start() -> Begin:
+            with self._lock:
+                previous = self._live() if self._live is not None else None
+                self._live = holder[0]
+            if previous is not None and previous is not holder[0]():
+                try:
+                    previous.close()  # runs its `finally`: prefetcher stopped, slot left
+                except ValueError:  # "generator already executing" (another thread)
+                    pass
+            return begin()
+
+        generator = make(start)
+        holder.append(weakref.ref(generator))
+        return generator
+
+    def __getstate__(self) -> dict[str, object]:
+        return {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__()  # type: ignore[misc]
