@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["LatestIteration"]
@@ -25,12 +25,12 @@ class LatestIteration:
     """
 
     def __init__(self) -> None:
-        self._live: weakref.ref[Generator[Any, None, None]] | None = None
+        self._live: weakref.ref[Iterator[Any]] | None = None
         self._lock = threading.Lock()
 
     def track(self, begin: Callable[[], Begin],
-              make: Callable[[Callable[[], Begin]], Generator[Any, None, None]]
-              ) -> Generator[Any, None, None]:
+              make: Callable[[Callable[[], Begin]], Iterator[Any]]
+              ) -> Iterator[Any]:
         """The generator `make(start)`, where `start` is `begin` run as this iteration becomes
         the live one (at its first `next`, when the generator calls it): the previous live
         iteration is closed then, so it ends at its next `next`.
@@ -38,15 +38,15 @@ class LatestIteration:
         An iteration running in another thread at that moment cannot be closed from here; it
         goes on, as two threads reading one dataset did before.
         """
-        holder: list[weakref.ref[Generator[Any, None, None]]] = []
+        holder: list[weakref.ref[Iterator[Any]]] = []
 
         def start() -> Begin:
             with self._lock:
                 previous = self._live() if self._live is not None else None
                 self._live = holder[0]
             if previous is not None and previous is not holder[0]():
-                try:
-                    previous.close()  # runs its `finally`: prefetcher stopped, slot left
+                try:  # a generator's close runs its `finally`: prefetcher stopped, slot left
+                    getattr(previous, "close", lambda: None)()
                 except ValueError:  # "generator already executing" (another thread)
                     pass
             return begin()
