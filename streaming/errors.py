@@ -19,6 +19,7 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
     ├── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
     ├── DatasetClosedError (ValueError)      iterating a dataset after its close()
+    ├── ReusedLocalError (ValueError)        "Reused local directory": another live dataset has it
     ├── UnsupportedColumnError (TypeError, AssertionError) a writer's column it cannot write
     └── ReservedCharacterError (ValueError, AssertionError) a CSV/TSV field with the separator
 
@@ -100,6 +101,15 @@ class ConnectionDroppedError(StreamingError, ConnectionResetError):
 
 class TransferStalledError(StreamingError, TimeoutError):
     """A transfer received nothing for the stall timeout (a silently dead connection)."""
+
+
+class ReusedLocalError(StreamingError, ValueError):
+    """'Reused local directory': a live dataset with a remote (of this process, or of another
+    job) already caches into one of these local directories."""
+
+    def __init__(self, message: str, same_process: bool = False) -> None:
+        super().__init__(message)
+        self.same_process = same_process  # the other dataset is this process's own
 
 
 class DatasetClosedError(StreamingError, ValueError):

@@ -5,7 +5,9 @@ bucket) before its first batch, which needs a few hundred KB of it. While the pr
 that shard, `remote_samples` reads just the samples asked for with two ranged reads of the
 remote shard: their offsets from its header, then their bytes. It does so only where the result
 is exactly what the cache would give: a raw MDS shard (no compression to undo), no digest to
-check first (`validate_hash` checks whole files), a remote to read from, and samples that lie
+check first (`validate_hash`, or a fast digest in the index that every download is checked
+against: both check whole files, and no byte of a shard that fails is ever used), a remote to
+read from, and samples that lie
 close together (scattered ones, as a shuffle picks them, would cost a large read each) and take
 a small part of the shard (a first batch of large images is most of it). In any
 other case it returns None and the caller waits for the shard as usual, which raises the real
@@ -22,6 +24,7 @@ import numpy as np
 from streaming.cache.prepare import ShardSource
 from streaming.format.mds.reader import MDSReader, offsets_in_order
 from streaming.format.reader import Reader
+from streaming.hashing import fast_hash_of
 from streaming.storage.transfer import read_range
 
 __all__ = ["EARLY_READS_ENV", "EarlySamples", "early_reads_enabled", "remote_samples"]
@@ -54,7 +57,8 @@ def remote_samples(reader: Reader, source: ShardSource,
         ShardFormatError: the remote shard's bytes do not decode.
     """
     if (not isinstance(reader, MDSReader) or reader.zip_data is not None
-            or source.store is None or source.validate_hash or not len(indices)):
+            or source.store is None or source.validate_hash or not len(indices)
+            or fast_hash_of(reader.raw_data.hashes)):
         return None
     lo, hi = int(indices.min()), int(indices.max()) + 1
     if hi - lo > len(indices) + _SLACK or hi > reader.samples or 2 * (hi - lo) > reader.samples:

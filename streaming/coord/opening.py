@@ -39,7 +39,7 @@ from streaming.coord.records import (
 from streaming.coord.release import drain_pending
 from streaming.coord.wait import Deadline, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
-from streaming.errors import CoordinationError
+from streaming.errors import CoordinationError, ReusedLocalError
 
 __all__ = ["check_self", "open_namespace"]
 
@@ -53,17 +53,11 @@ def check_self(locals_: Sequence[str]) -> None:
         raise ValueError(f"Reused local directory: {duplicates}. Provide a different one.")
 
 
-def _reused(ours: Sequence[str], theirs: Sequence[str], why: str) -> ValueError:
-    return ValueError(
-        f"Reused local directory: {list(ours)} vs {list(theirs)}. Provide a different one. {why}"
-    )
-
-
-class _SameProcess(ValueError):
-    """'Reused local directory' because of a dataset of this very process (maybe unreachable)."""
-
-    def __init__(self, ours: Sequence[str], theirs: Sequence[str], why: str) -> None:
-        super().__init__(str(_reused(ours, theirs, why)))
+def _reused(ours: Sequence[str], theirs: Sequence[str], why: str,
+            same_process: bool = False) -> ReusedLocalError:
+    return ReusedLocalError(
+        f"Reused local directory: {list(ours)} vs {list(theirs)}. Provide a different one. {why}",
+        same_process)
 
 
 class _PeersStillHold(CoordinationError):
@@ -80,11 +74,10 @@ def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
     """Refuse locals used by another live namespace when we have a remote; reclaim dead users.
 
     Raises:
-        _SameProcess: the other dataset is this process's (or its workers', in a job of one
-            process).
+        ReusedLocalError: with `same_process`, the other dataset is this process's (or its
+            workers', in a job of one process); without, it belongs to another live job.
         _PeersStillHold: other ranks of this job on this node still hold an earlier dataset
             over the directory: `_name_when_free` waits for them to drop it.
-        ValueError: it belongs to another live job.
     """
     for local, remote in zip(locals_, remotes, strict=True):
         for other in local_users(state_dir, local):
@@ -104,11 +97,11 @@ def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
             pids = [h[0] for h in alive]
             # Without peer ranks, other holders are our own (persistent) DataLoader workers.
             if os.getpid() in pids or (record.job == job and is_solo_job(job)):
-                raise _SameProcess(
+                raise _reused(
                     locals_, record.locals,
                     f"This process already has a live dataset over them with a remote "
                     f"(namespace {other}, pids {pids}); close it or drop every reference to it "
-                    f"(and to its DataLoader) first.")
+                    f"(and to its DataLoader) first.", same_process=True)
             if record.job == job:
                 raise _PeersStillHold(locals_, record, local, pids)
             raise _reused(
@@ -186,8 +179,8 @@ def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None
         nonlocal collected, warned, held
         try:
             return _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
-        except _SameProcess:
-            if collected:
+        except ReusedLocalError as err:
+            if collected or not err.same_process:
                 raise
             # Our own earlier dataset may be garbage that only a collection frees (a reference
             # cycle somewhere in user code): collect once, let its release run, and look again.

@@ -26,6 +26,7 @@ from streaming.cache.node_cache import NodeCache
 from streaming.coord.records import ensure_state_dir, read_record, registry_lock
 from streaming.coord.release import RELEASE_TIMEOUT, pending_count
 from streaming.coord.wait import wait_until
+from streaming.errors import ReusedLocalError
 from tests.dataset.conftest import write_ints
 
 
@@ -118,8 +119,10 @@ def test_a_live_dataset_still_refuses_a_second_one(ints30: str,
                                                    cache_dir: Callable[[], str]) -> None:
     local = cache_dir()
     with StreamingDataset(remote=ints30, local=local, batch_size=2):
-        with pytest.raises(ValueError, match="Reused local directory"):
+        with pytest.raises(ValueError, match="Reused local directory") as caught:
             StreamingDataset(remote=ints30, local=local, batch_size=2)
+    # A public class (a traceback named the private `_SameProcess`); still a ValueError.
+    assert type(caught.value) is ReusedLocalError and caught.value.same_process
 
 
 def _holders(name: str) -> list[list[int]]:

@@ -114,3 +114,19 @@ def test_a_shard_whose_prefetch_gave_up_is_not_fetched_all_over_again(tmp_path: 
         _StallShards.wake.set()
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_no_sample_of_a_shard_that_fails_its_digest_is_yielded_first(tmp_path: Any) -> None:
+    """Early reads served the first batch from ranged reads of a shard whose download then
+    failed its index digest: a loader that took one batch trained on it without an error."""
+    from streaming.errors import HashMismatchError
+
+    remote = str(tmp_path / "remote")
+    write_local(remote, 120, compression=None, hashes=("xxh64",))
+    path = os.path.join(remote, "shard.00000.mds")
+    data = bytearray(open(path, "rb").read())
+    data[-3] ^= 0x40  # same size, still parses
+    open(path, "wb").write(bytes(data))
+    with StreamingDataset(remote=remote, local=str(tmp_path / "cache"), batch_size=8) as ds:
+        with pytest.raises(HashMismatchError, match="Checksum failure"):
+            next(iter(ds))
