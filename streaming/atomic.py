@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["discard", "replacing", "temp_name_for", "write_atomic"]
+__all__ = ["discard", "drop_dead_temps", "replacing", "temp_name_for", "write_atomic"]
+
+# `temp_name_for`'s suffix: the writing process's pid, then 12 random hex digits.
+_TEMP_SUFFIX = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{12}$")
 
 _IOV_MAX = 1024  # the Linux/macOS iovec limit per writev call
 
@@ -22,6 +26,35 @@ _IOV_MAX = 1024  # the Linux/macOS iovec limit per writev call
 def temp_name_for(path: str) -> str:
     """A sibling name no other process or thread will pick: ``<name>.tmp.<pid>.<random>``."""
     return f"{path}.tmp.{os.getpid()}.{secrets.token_hex(6)}"
+
+
+def drop_dead_temps(paths: Iterable[str]) -> list[str]:
+    """Remove the temp files among `paths` whose writer is no longer running on this machine
+    (a process killed mid-write cannot remove its own); return the paths removed.
+
+    A pid reused by a live process keeps its file: at worst litter stays, never a live write is
+    cut.
+    """
+    removed = []
+    for path in paths:
+        if ".tmp." not in path:  # most of a cache: one substring test, not a regex
+            continue
+        match = _TEMP_SUFFIX.search(path)
+        if match is None or _running(int(match.group(1))):
+            continue
+        if discard(path):
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process; not a pid at all
+        return pid > 0
+    return True
 
 
 def discard(path: str) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streaming.atomic import drop_dead_temps
 from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.dataset_config import StreamDefaults
@@ -354,6 +355,8 @@ class Stream:
         """
         self._commit_index()
         listing = list_files(self.local_dir)
+        # Downloads of a process killed mid-way (its own clean-up never ran).
+        listing.difference_update(drop_dead_temps(listing))
         keep_zip = self.safe_keep_zip
         tables = shards.part_tables() if isinstance(shards, ShardReaders) else [None]
         # A stream read with options (a projection, files in place) may have other files than
