@@ -25,10 +25,11 @@ from streaming.format.index import FileInfo
 from streaming.format.parquet.footer import footer_digest
 from streaming.format.shard_files import ShardFiles, SourceRanges
 from streaming.hashing import fast_hash_of, get_hash
-from streaming.storage.transfer import fetch, read_range
+from streaming.storage.base import Store
+from streaming.storage.transfer import TransferResult, fetch, read_range
 
-__all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "prepare_shard_files",
-           "unavailable"]
+__all__ = ["ShardSource", "PrepareResult", "check_hash_algo", "fetch_checked",
+           "prepare_shard_files", "unavailable"]
 
 
 @dataclass(frozen=True)
@@ -85,20 +86,28 @@ def _verify(path: str, algo: str | None, info: FileInfo, data: bytes | None = No
     return PrepareResult(hash_seconds=time.perf_counter() - start, hashed_bytes=len(data))
 
 
+def fetch_checked(store: Store, info: FileInfo, path: str, validate_hash: str | None = None,
+                  **options: Any) -> TransferResult:
+    """Download the file `info` describes to `path`, checked against its index entry: its size,
+    and a digest. An explicit `validate_hash` chooses the digest; without it, a fast one the
+    index carries is checked anyway (it costs ~nothing next to the transfer), so a corrupt
+    download never passes. `options` go to `fetch` (retries, timeout)."""
+    if validate_hash:
+        check_hash_algo(validate_hash, info)
+    algo = validate_hash or fast_hash_of(info.hashes)
+    return fetch(store, info.basename, path, hash_algo=algo,
+                 expected_hash=info.hashes.get(algo) if algo else None,
+                 expected_size=info.bytes, **options)
+
+
 def _fetch(src: ShardSource, info: FileInfo, path: str) -> PrepareResult:
     if src.store is None:
         raise FileNotFoundError(
             f"No `remote` provided, but local file {path} does not exist either"
         )
 
-    if src.validate_hash:
-        check_hash_algo(src.validate_hash, info)
-    # An explicit `validate_hash` chooses; without it, a fast digest the index carries is
-    # checked anyway (costs ~nothing next to the transfer) so a corrupt download never passes.
-    algo = src.validate_hash or fast_hash_of(info.hashes)
-    result = fetch(src.store, info.basename, path, retries=src.retries, timeout=src.timeout,
-                   hash_algo=algo, expected_hash=info.hashes.get(algo) if algo else None,
-                   expected_size=info.bytes)
+    result = fetch_checked(src.store, info, path, src.validate_hash, retries=src.retries,
+                           timeout=src.timeout)
     return PrepareResult(fetched_bytes=result.bytes, fetch_seconds=result.seconds, fetches=1,
                          attempts=result.attempts)
 

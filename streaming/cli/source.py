@@ -13,7 +13,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from streaming.cache.prepare import ShardSource, prepare_shard_files
+from streaming.cache.prepare import ShardSource, fetch_checked, prepare_shard_files
 from streaming.errors import ShardUnavailableError, UnsafeTypeError
 from streaming.format import Reader, reader_for_entry
 from streaming.format.compression import decompress_file
@@ -26,7 +26,6 @@ from streaming.format.index import (
     read_index_objects,
 )
 from streaming.format.read_options import ReadOptions
-from streaming.hashing import fast_hash_of
 from streaming.storage import fetch, open_store
 from streaming.storage.urls import scheme_of
 
@@ -91,10 +90,10 @@ class DatasetSource:
             return os.path.join(local, basename), False
 
         dest = os.path.join(scratch, basename)
-        algo = fast_hash_of(verify.hashes) if verify is not None else None
-        fetch(self.store(), basename, dest, hash_algo=algo,
-              expected_hash=verify.hashes.get(algo) if verify is not None and algo else None,
-              expected_size=verify.bytes if verify is not None else None)
+        if verify is None:
+            fetch(self.store(), basename, dest)
+        else:
+            fetch_checked(self.store(), verify, dest)
         return dest, True
 
     def reader(self, obj: dict[str, Any], scratch: str) -> Reader:

@@ -58,8 +58,6 @@ _KIND = re.compile(r"\bkind: (\w+)")
 # What S3 and Azure answer a listing of a bucket / container that does not exist.
 _MISSING_CONTAINER = re.compile(r"\b(NoSuchBucket|ContainerNotFound|status: 404\b)")
 _REFUSED = re.compile(r"\b(status: 403\b|status code: 403\b)")
-_CODE = re.compile(r"<Code>(\w+)</Code>")
-_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -336,21 +334,14 @@ class ObstoreBackedStore(Store):
         self._check_by_listing(self._list_first)
 
     def _list_first(self) -> None:
-        """The first page of a listing (a listing's 404 and 403 are not mapped by obstore)."""
+        """The first page of a listing (obstore maps neither a listing's 404 nor its 403: the
+        404 is made `FileNotFoundError` here, the 403 is classified by `_classify`)."""
         try:
             next(iter(obstore.list(self._client(), chunk_size=1)), None)
         except GenericError as err:
             if _MISSING_CONTAINER.search(str(err)):
                 raise FileNotFoundError(str(err).split("\n", 1)[0]) from None
-            if _REFUSED.search(str(err)):
-                raise self.denied("", self._refusal(str(err))) from None
             raise
-
-    def _refusal(self, text: str) -> str:
-        """What a 403 answer to a listing of the store says, in one line."""
-        code, message = _CODE.search(text), _MESSAGE.search(text)
-        detail = ": ".join(m.group(1) for m in (code, message) if m) or text.split("\n", 1)[0]
-        return f"listing refused: {detail}"
 
     @forksafe
     def list_modified(self, prefix: str = "") -> dict[str, float]:

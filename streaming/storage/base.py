@@ -31,6 +31,8 @@ from streaming.errors import (
 _logger = logging.getLogger(__name__)
 # Error codes of a 403 that say the credentials themselves are wrong (S3, Azure), not that a
 # policy forbids the request.
+_XML_CODE = re.compile(r"<Code>(\w+)</Code>")  # of an S3/Azure error body
+_XML_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
 _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|InvalidToken|"
                               r"ExpiredToken|AuthenticationFailed|InvalidAuthenticationInfo)\b")
 
@@ -295,9 +297,16 @@ class Store(ABC):
         return f"Object {self.url_for(path)} not found."
 
     def denied(self, path: str, detail: object = "") -> AccessDeniedError:
-        text = str(detail).split("<?xml", 1)[0].rstrip(": ")  # drop the server's XML body
-        extra = f": {text[:300]}" if text else ""
-        return AccessDeniedError(f"Access denied to {self.url_for(path)}{extra}")
+        """Refused access to `path`; `detail` is the client's error text. A server's XML body
+        is cut down to its error code and message (`SignatureDoesNotMatch: ...` tells a wrong
+        secret from a policy that forbids the request)."""
+        full = str(detail)
+        text = full.split("\n", 1)[0].split("<?xml", 1)[0].rstrip(": ")
+        code, message = _XML_CODE.search(full), _XML_MESSAGE.search(full)
+        said = ": ".join(m.group(1) for m in (code, message) if m)
+        extra = said or text[:300]  # the server's own words, else the client's first line
+        return AccessDeniedError(f"Access denied to {self.url_for(path)}"
+                                 + (f": {extra}" if extra else ""))
 
     def _classify(self, err: Exception) -> ErrorKind | None:
         """What a client error means: a missing object, refused access, a server that cannot be
@@ -330,7 +339,7 @@ class Store(ABC):
             if kind == "missing":
                 raise self.not_found(path) from None
             if kind == "denied":
-                raise self.denied(path, str(err).split("\n", 1)[0]) from None
+                raise self.denied(path, err) from None
             if kind is not None:
                 raise _CONNECTION_ERRORS[kind](self.url_for(path), err) from err
             raise

@@ -43,8 +43,8 @@ def test_a_writer_with_a_wrong_secret_fails_at_once_naming_the_reason(
     seaweed_server.apply_env(monkeypatch)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     url = seaweed_server.fresh_url()
-    with pytest.raises(AccessDeniedError, match=rf"Access denied to {url}: listing refused: "
-                                                r"SignatureDoesNotMatch"):
+    with pytest.raises(AccessDeniedError, match=rf"Access denied to {url}: "
+                                                r"SignatureDoesNotMatch: The request signature"):
         MDSWriter(out=url, columns={"v": "int"})
 
 
