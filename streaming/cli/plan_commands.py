@@ -218,7 +218,8 @@ def _synthetic(spec: str) -> dict[str, int]:
 @click.option("--decode-time", default="0", show_default=True,
               help="A worker's time to read and collate one sample, e.g. 20us.")
 @click.option("--startup", default="0", show_default=True,
-              help="Time from launch until workers start reading, e.g. 2s.")
+              help="Time from each epoch's start until its workers read (worker start-up, "
+              "charged every epoch), e.g. 2s.")
 @click.option("--prefetch-factor", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--plot", "plot_path", default=None, help="Also draw throughput and cache use "

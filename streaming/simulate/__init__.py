@@ -77,13 +77,14 @@ def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None
         raise ValueError("No stream to simulate.")
     sims = [s if isinstance(s, SimStream) else stream_of_dataset(s) for s in streams]
     fetch = np.concatenate([s.fetch_bytes for s in sims])
+    meta = np.concatenate([s.meta_fetch_bytes for s in sims])
     resident = np.concatenate([s.resident_bytes for s in sims])
     most = np.concatenate([s.cache_bytes for s in sims])
     index_bytes = sum(s.index_bytes for s in sims)
     planned = plan_request(_request(sims, config, 0))
     _check(sims, config, planned.streams.epoch_size, index_bytes, most)
     model = Model(config, fetch, resident, most, index_bytes,
-                  int(sum(int(s.samples.sum()) for s in sims)))
+                  int(sum(int(s.samples.sum()) for s in sims)), meta)
     offsets = planned.shard_offsets
     before = _counters(model)
     reports = []

@@ -36,7 +36,9 @@ class SimConfig:
         latency: seconds from a fetch's request to its first byte.
         step_seconds_per_sample: the training step's time per sample of a device's batch.
         decode_seconds_per_sample: a worker's time to read and collate one sample.
-        startup_seconds: time from launch until workers start reading (process start-up).
+        startup_seconds: time from the start of each epoch (`iter(loader)`) until its workers
+            start reading (worker start-up); charged every epoch. A one-off launch cost adds
+            a constant to every time and is not modelled.
         prefetch_factor: batches each DataLoader worker may have ready ahead of the step.
         max_fetches: the most fetches a worker runs at once (the runtime's cap).
         epochs: epochs to run back to back (the cache carries over).

@@ -72,11 +72,15 @@ class Model:
     """The simulated job; `run_epoch` runs one epoch's plan from the current time."""
 
     def __init__(self, config: SimConfig, fetch_bytes: np.ndarray, resident_bytes: np.ndarray,
-                 cache_bytes: np.ndarray, index_bytes: int, total_samples: int) -> None:
+                 cache_bytes: np.ndarray, index_bytes: int, total_samples: int,
+                 meta_fetch_bytes: np.ndarray | None = None) -> None:
         self.config = config
         self.total_samples = total_samples  # samples in all shards (the ids' range)
         self.clock = Clock()
         self.fetch_sizes = fetch_bytes
+        # A shard with a separate metadata file is two requests in turn (`prepare_shard_files`).
+        self.meta_sizes = (np.zeros_like(fetch_bytes) if meta_fetch_bytes is None
+                           else meta_fetch_bytes)
         self.num_shards = len(fetch_bytes)
         self._marks = np.zeros(self.num_shards, bool)  # scratch for a batch's distinct shards
         self.future = config.cache_limit is not None
@@ -304,8 +308,17 @@ class Model:
         self._start(state, shard, None)
 
     def _start(self, state: NodeState, shard: int, prefetcher: Reader | None) -> None:
-        state.link.fetch(int(self.fetch_sizes[shard]),
-                         lambda: self._fetched(state, shard, prefetcher))
+        meta = int(self.meta_sizes[shard])
+
+        def data() -> None:
+            state.link.fetch(int(self.fetch_sizes[shard]) - meta,
+                             lambda: self._fetched(state, shard, prefetcher))
+
+        if meta:
+            state.fetches += 1
+            state.link.fetch(meta, data)
+        else:
+            data()
 
     def _fetched(self, state: NodeState, shard: int, prefetcher: Reader | None) -> None:
         now = self.clock.now

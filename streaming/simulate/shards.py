@@ -40,6 +40,10 @@ class SimStream:
         cache_bytes: the most each shard occupies while prepared (raw + compressed).
         index_bytes: bytes of the stream's index.json (always counted in the cache).
         name: where the stream came from (for reports).
+        meta_fetch_bytes: bytes of each shard's separate metadata file (the `.meta` of a JSONL
+            or CSV/TSV shard), part of `fetch_bytes` but fetched as a request of its own after
+            the data, as the cache does (a second latency and a second fetch); 0 for MDS. None
+            means 0 for every shard.
     """
 
     samples: NDArray[np.int64]
@@ -51,10 +55,13 @@ class SimStream:
     repeat: float | None = None
     choose: int | None = None
     name: str = field(default="synthetic")
+    meta_fetch_bytes: NDArray[np.int64] | None = None
 
     def __post_init__(self) -> None:
+        if self.meta_fetch_bytes is None:
+            object.__setattr__(self, "meta_fetch_bytes", np.zeros(len(self.samples), np.int64))
         lengths = {len(self.samples), len(self.fetch_bytes), len(self.resident_bytes),
-                   len(self.cache_bytes)}
+                   len(self.cache_bytes), len(self.meta_fetch_bytes)}  # type: ignore[arg-type]
         if len(lengths) != 1:
             raise ValueError("Every per-shard array of a stream must have one entry per shard.")
         if not len(self.samples):
@@ -85,16 +92,18 @@ class SimStream:
     def from_entries(cls, entries: Sequence[ShardEntry], index_bytes: int = 0, name: str = "",
                      **weights: float | int | None) -> SimStream:
         """A stream from its parsed index entries (`streaming.format.index.parse_index`)."""
-        samples, moved, raw, most = [], [], [], []
+        samples, moved, raw, most, meta = [], [], [], [], []
         for entry in entries:
             pairs = [(entry.raw_data, entry.zip_data), (entry.raw_meta, entry.zip_meta)]
             samples.append(entry.samples)
             moved.append(sum((z or r).bytes for r, z in pairs if r is not None))
+            meta.append(0 if entry.raw_meta is None else (entry.zip_meta or entry.raw_meta).bytes)
             raw.append(sum(r.bytes for r, _ in pairs if r is not None))
             most.append(sum(r.bytes + (z.bytes if z else 0) for r, z in pairs if r is not None))
         return cls(_array(samples, "samples"), _array(moved, "fetch_bytes"),
                    _array(raw, "resident_bytes"), _array(most, "cache_bytes"), index_bytes,
-                   name=name or "index", **weights)  # type: ignore[arg-type]
+                   name=name or "index", meta_fetch_bytes=_array(meta, "meta_fetch_bytes"),
+                   **weights)  # type: ignore[arg-type]
 
 
 def stream_of_dataset(location: str, split: str | None = None,

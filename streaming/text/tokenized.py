@@ -87,7 +87,7 @@ class TokenizedTextDataset(StreamingDataset):
 
     @staticmethod
     def _group_method_message(group_method: str) -> str:
-        return f"group_method='{group_method}' must be one of {set(_GROUP_METHODS)}."
+        return f"group_method='{group_method}' must be one of {', '.join(_GROUP_METHODS)}."
 
     def _tokenize(self, text_sample: dict[str, Any]) -> Any:
         """Tokenizer output for the sample's `text`, truncated and padded to `max_seq_len`."""

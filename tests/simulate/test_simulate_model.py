@@ -176,3 +176,25 @@ def test_the_shard_locator_agrees_with_a_binary_search(sizes, seed):
     locate = ShardLocator(offsets, total)
     assert locate.table is not None
     assert np.array_equal(locate(ids), np.searchsorted(offsets, ids, "right") - 1)
+
+
+def test_a_shard_with_a_metadata_file_is_two_fetches_each_paying_the_latency(tmp_path):
+    """A JSONL shard is its data file and its `.meta`, which the cache fetches one after the
+    other: the simulator counts both fetches and both latencies, as the runtime does."""
+    from streaming import JSONWriter, MDSWriter
+    from streaming.simulate.shards import stream_of_dataset
+
+    for writer, name in ((JSONWriter, "jsonl"), (MDSWriter, "mds")):
+        with writer(out=str(tmp_path / name), columns={"a": "int", "s": "str"},
+                    size_limit=1 << 10) as out:
+            for i in range(50):
+                out.write({"a": i, "s": "y" * i})
+    jsonl, mds = stream_of_dataset(str(tmp_path / "jsonl")), stream_of_dataset(str(tmp_path / "mds"))
+    assert (jsonl.meta_fetch_bytes > 0).all() and not mds.meta_fetch_bytes.any()
+    config = SimConfig(workers=0, batch_size=4, latency=0.1)
+    for stream, files in ((jsonl, 2), (mds, 1)):
+        result = simulate([stream], config)
+        shards = len(stream.samples)
+        assert result.epochs[0].nodes[0].fetches == files * shards
+        assert result.epochs[0].nodes[0].fetch_bytes == int(stream.fetch_bytes.sum())
+        assert result.seconds == pytest.approx(files * shards * 0.1, rel=0.01)
