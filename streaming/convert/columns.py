@@ -28,6 +28,9 @@ __all__ = ["ConversionError", "column_values", "import_pyarrow", "infer_columns"
 _SCALARS = {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
             "float16", "float32", "float64"}
 _NULLABLE = {"json", "pkl"}  # encodings that can store a missing value
+# Float columns store a missing value as NaN, as the reference's pandas-based Spark converter
+# and pandas itself do (a pandas float NaN reaches Arrow as a null).
+_NAN_FOR_NULL = {"float16", "float32", "float64"}
 
 
 class ConversionError(StreamingError, ValueError):
@@ -143,7 +146,7 @@ def infer_columns(schema: pa.Schema, overrides: Mapping[str, str] | None = None,
             has no encoding of its own).
         include: keep only these columns, in this order (default: all).
         sample: rows to look at; a column with nulls there is stored as ``json`` (MDS has no
-            null), unless overridden.
+            null), unless overridden, except a float column (its nulls become NaN).
 
     Raises:
         ConversionError: an unknown column in `overrides`/`include`, an invalid encoding, or a
@@ -159,7 +162,8 @@ def infer_columns(schema: pa.Schema, overrides: Mapping[str, str] | None = None,
         encoding = overrides.get(name)
         if encoding is None:
             encoding = infer_encoding(name, schema.field(name).type)
-            if sample is not None and sample.column(name).null_count:
+            if (sample is not None and sample.column(name).null_count
+                    and encoding not in _NAN_FOR_NULL):
                 encoding = "json"
         elif not _valid_encoding(encoding):
             raise ConversionError(f"Column {name!r}: {encoding!r} is not an MDS encoding.")
@@ -271,7 +275,9 @@ def _python(array: pa.Array, target: Any, name: str) -> list[Any]:
     if target is not None and array.type != target and not (
             target == pa.string() and pa.types.is_large_string(array.type)):
         array = _cast(array, target, name)
-    return array.to_pylist()
+    # A map is a dict to its user (Spark's and pandas' view, and what the reference stores);
+    # Arrow would give a list of (key, value) pairs.
+    return array.to_pylist(maps_as_pydicts="strict")
 
 
 def _decimals(array: pa.Array, name: str) -> list[Any]:
@@ -323,6 +329,10 @@ def column_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
         array = array.dictionary_decode()
     if isinstance(array.type, pa.BaseExtensionType) and encoding.startswith("ndarray"):
         array = array.storage  # a tensor: its rows are the flat values (`_tensor_encoding`)
+    if array.null_count and encoding in _NAN_FOR_NULL:
+        if not pa.types.is_floating(array.type):
+            array = _cast(array, pa.float64(), name)
+        array = array.fill_null(pa.scalar(float("nan"), array.type))
     if array.null_count and encoding not in _NULLABLE:
         row = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise ConversionError(

@@ -60,6 +60,7 @@ class _Task:
     columns: tuple[tuple[str, str], ...]  # MDS columns, in order
     schema: Any = None  # the Arrow schema text files are parsed with (None for Parquet)
     row_groups: tuple[int, ...] | None = None
+    every_column: bool = False  # no `include`: a text file's column the first lacks is an error
 
     def __repr__(self) -> str:
         groups = f" row groups {self.row_groups[0]}-{self.row_groups[-1]}" if self.row_groups \
@@ -105,6 +106,8 @@ def _write_task(task: _Task, writer: Any, report: Report) -> None:
     columns = dict(task.columns)
     try:
         for batch in _batches(task):
+            if task.every_column:
+                _refuse_new_columns(task, batch.schema.names)
             for row in table_rows(batch, columns):
                 writer.write(row)
             report(batch.num_rows)
@@ -112,6 +115,16 @@ def _write_task(task: _Task, writer: Any, report: Report) -> None:
         raise ConversionError(f"{task!r}: {err}") from err
     except (ValueError, TypeError, KeyError, OSError) as err:
         raise ConversionError(f"{task!r}: {type(err).__name__}: {err}") from err
+
+
+def _refuse_new_columns(task: _Task, names: Sequence[str]) -> None:
+    """A text file whose rows bring a column the first file's did not: converting would drop
+    it in silence (Parquet schemas are compared up front for the same reason)."""
+    extra = [name for name in names if name not in task.schema.names]
+    if extra:
+        raise ConversionError(f"has column(s) {extra} that the first file's first rows lack; "
+                              "pick columns with `include`, or list the file with every "
+                              "column first.")
 
 
 def _first_batch(path: str, kind: str) -> Any:
@@ -193,7 +206,8 @@ def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str
     else:
         sample = _first_batch(paths[0], kind)
         plan = infer_columns(sample.schema, columns, include, sample)
-        tasks = [_Task(p, kind, tuple(plan.items()), sample.schema) for p in paths]
+        tasks = [_Task(p, kind, tuple(plan.items()), sample.schema,
+                       every_column=include is None) for p in paths]
     return run_tasks(tasks, _write_task, out, columns=plan, num_workers=num_workers,
                      total=total, inputs=paths, **options)
 
@@ -225,7 +239,8 @@ def csv_to_mds(src: str | Sequence[str], out: Any, *, columns: Mapping[str, str]
     """Convert CSV (or, with ``delimiter="\\t"``, TSV) files with a header row to MDS.
 
     Column types are inferred from the first file (numbers, text, booleans; empty cells are
-    nulls, which make a column ``json``) and every file is parsed with them. See
+    nulls: NaN in a float column, and they make any other column ``json``) and every file is
+    parsed with them; a later file with a column the first lacks is refused. See
     `parquet_to_mds` for the other arguments.
     """
     kind = "tsv" if delimiter == "\t" else "csv"

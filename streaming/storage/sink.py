@@ -160,14 +160,14 @@ def _destination(local: str, remote: str | None) -> str | None:
 
 def _prepare_local(local: str, exist_ok: bool) -> None:
     """Apply the reference's `exist_ok` rules to the local directory, then create it."""
-    if os.path.exists(local):
+    if os.path.isdir(local) and os.listdir(local):
         if exist_ok:
             logger.warning(
                 "Directory %s exists and is not empty; exist_ok is set to True so will remove "
                 "contents.", local
             )
             shutil.rmtree(local)
-        elif os.listdir(local):
+        else:
             raise FileExistsError(f"Directory is not empty: {local}")
     os.makedirs(local, exist_ok=True)
 

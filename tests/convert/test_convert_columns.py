@@ -54,6 +54,32 @@ def test_nulls_make_json_or_fail_with_the_row() -> None:
         column_values(table.column("a"), "int64", "a")
 
 
+def test_float_nulls_are_nan_wherever_they_are() -> None:
+    """A float column keeps its encoding with nulls (pandas' NaN arrives as a null), early or
+    late in the input, instead of turning `json` or failing past the inferred sample."""
+    table = pa.table({"f": [1.5, None, 3.0], "i": pa.array([1, None, 3])})
+    assert infer_columns(table.schema, sample=table.slice(0, 1)) == {"f": "float64", "i": "int64"}
+    assert infer_columns(table.schema, sample=table) == {"f": "float64", "i": "json"}
+    coder = get_encoding("float32")
+    got = [coder.decode(b) for b in column_values(table.column("f"), "float32", "f")]
+    assert got[0] == 1.5 and np.isnan(got[1]) and got[1].dtype == np.float32
+    got = [coder.decode(b) for b in column_values(table.column("i"), "float32", "i")]
+    assert got[0] == 1.0 and np.isnan(got[1])
+
+
+def test_maps_are_dicts_and_duplicate_keys_fail() -> None:
+    maps = pa.array([{"x": 1, "y": 2}, {}], pa.map_(pa.string(), pa.int64()))
+    nested = pa.array([{"m": {"k": 1}}, {"m": {}}],
+                      pa.struct([("m", pa.map_(pa.string(), pa.int64()))]))
+    table = pa.table({"maps": maps, "nested": nested})
+    assert infer_columns(table.schema) == {"maps": "json", "nested": "json"}
+    assert table_rows(table, {"maps": "json", "nested": "json"}) == [
+        {"maps": {"x": 1, "y": 2}, "nested": {"m": {"k": 1}}}, {"maps": {}, "nested": {"m": {}}}]
+    twice = pa.array([[("x", 1), ("x", 2)]], pa.map_(pa.string(), pa.int64()))
+    with pytest.raises(KeyError, match="duplicate key"):
+        column_values(twice, "json", "m")
+
+
 @pytest.mark.parametrize("encoding, values", [
     ("int32", [1, -2, 3]), ("uint8", [0, 255, 7]), ("float16", [0.5, 1.5, -2.0]),
     ("int", [1, 2**40, -5]), ("float64", [0.1, 2.5, -1e300]),

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
@@ -33,7 +34,7 @@ SCHEMA = T.StructType([
 
 
 def _rows(n: int) -> list[tuple]:
-    return [(i, i % 7, i / 4, f"row {i}", bytes([i % 256]) * 3, decimal.Decimal(i) / 4,
+    return [(i, i % 7, None if i == 5 else i / 4, f"row {i}", bytes([i % 256]) * 3, decimal.Decimal(i) / 4,
              list(range(i % 5 + 1))) for i in range(n)]
 
 
@@ -62,6 +63,7 @@ def test_inferred_columns_round_trip_and_merge(spark: Any, tmp_path: Any) -> Non
     assert (int(s["small"]), float(s["f"]), s["name"], s["blob"], s["price"]) == (
         6, 3.25, "row 13", b"\x0d" * 3, decimal.Decimal("3.25"))
     assert s["tokens"].tolist() == [0, 1, 2, 3]
+    assert np.isnan(samples[5]["f"])  # a null float is NaN, as the reference's pandas path has it
 
 
 def test_local_workers_run_on_this_python_unless_one_was_chosen(

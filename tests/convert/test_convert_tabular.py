@@ -54,8 +54,9 @@ def test_parquet_schemas_that_differ_are_refused_up_front(tmp_path: Any) -> None
 def test_csv_tsv_and_jsonl(tmp_path: Any) -> None:
     (tmp_path / "a.csv").write_text("id,score,label\n1,0.5,cat\n2,,dog\n")
     csv_to_mds(str(tmp_path / "a.csv"), str(tmp_path / "csv"), num_workers=0)
-    assert read_back(str(tmp_path / "csv")) == [
-        {"id": 1, "label": "cat", "score": 0.5}, {"id": 2, "label": "dog", "score": None}]
+    got = read_back(str(tmp_path / "csv"))  # an empty cell of a float column is NaN
+    assert got[0] == {"id": 1, "label": "cat", "score": 0.5} and np.isnan(got[1].pop("score"))
+    assert got[1] == {"id": 2, "label": "dog"}
     (tmp_path / "a.tsv").write_text("id\tlabel\n1\tcat\n")
     convert(str(tmp_path / "a.tsv"), str(tmp_path / "tsv"), num_workers=0,
             columns={"id": "str_int"})
@@ -85,3 +86,42 @@ def test_detect_format(tmp_path: Any) -> None:
     with pytest.raises(ConversionError, match="Cannot tell"):
         detect_format(str(tmp_path / "nothing.bin"))
     assert detect_format(pa.table({"a": [1]})) == "hf"
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_a_column_only_a_later_text_file_has_is_refused_not_dropped(tmp_path: Any,
+                                                                    kind: str) -> None:
+    if kind == "csv":
+        (tmp_path / "1.csv").write_text("a,b\n1,x\n")
+        (tmp_path / "2.csv").write_text("a,b,c\n2,y,kept\n")
+    else:
+        (tmp_path / "1.jsonl").write_text('{"a": 1, "b": "x"}\n')
+        (tmp_path / "2.jsonl").write_text('{"a": 2, "b": "y", "c": "kept"}\n')
+    paths = [str(tmp_path / f"1.{kind}"), str(tmp_path / f"2.{kind}")]
+    to_mds = csv_to_mds if kind == "csv" else jsonl_to_mds
+    with pytest.raises(ConversionError, match=r"2\.\w+: has column\(s\) \['c'\] that the first"):
+        to_mds(paths, str(tmp_path / "out"), num_workers=0)
+    to_mds(paths, str(tmp_path / "picked"), num_workers=0, include=["a", "b"])
+    assert [s["b"] for s in read_back(str(tmp_path / "picked"))] == ["x", "y"]
+
+
+def test_pandas_nan_stays_a_float_early_or_late(tmp_path: Any) -> None:
+    pd = pytest.importorskip("pandas")
+    from streaming.convert import table_to_mds
+
+    values = np.arange(3000, dtype=np.float64)
+    values[[1, 2000]] = np.nan
+    table_to_mds(pd.DataFrame({"x": values}), str(tmp_path / "out"), num_workers=0)
+    got = np.array([float(s["x"]) for s in read_back(str(tmp_path / "out"))])
+    np.testing.assert_array_equal(got, values)  # NaN where NaN was, every other value exact
+
+
+def test_exist_ok_on_an_empty_directory_does_not_warn_of_removing_contents(
+        tmp_path: Any, caplog: Any) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "in.csv").write_text("a\n1\n")
+    with caplog.at_level("WARNING"):
+        csv_to_mds(str(tmp_path / "in.csv"), str(tmp_path / "out"), num_workers=0,
+                   exist_ok=True)
+    assert "will remove contents" not in caplog.text
+    assert [int(s["a"]) for s in read_back(str(tmp_path / "out"))] == [1]
