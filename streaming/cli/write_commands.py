@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from streaming.cli.output import emit, fail, json_option, reason
+from streaming.cli.output import BYTE_COUNT, emit, fail, json_option, reason
 
 __all__ = ["convert_command", "index_command", "merge_index_command"]
 
@@ -37,6 +37,33 @@ def _split_list(ctx: click.Context, param: click.Parameter, value: str | None) -
     if not items:
         raise click.BadParameter("expected a comma-separated list", ctx, param)
     return items
+
+
+def _check_compression(ctx: click.Context, param: click.Parameter,
+                       value: str | None) -> str | None:
+    """A bad name is a usage error before any work starts, not a failed task."""
+    from streaming.format.compression import get_compressions, is_compression
+
+    if value is not None and not is_compression(value):
+        names = ", ".join(sorted(c for c in get_compressions() if ":" not in c))
+        raise click.BadParameter(f"{value!r} is not a compression; choose one of {names} "
+                                 "(with a level: zstd:7).", ctx, param)
+    return value
+
+
+def _check_hashes(ctx: click.Context, param: click.Parameter,
+                  value: str | None) -> list[str] | None:
+    """The digests, checked and in the sorted, distinct order the index records them in."""
+    from streaming.hashing import get_hashes, is_hash
+
+    items = _split_list(ctx, param, value)
+    if items is None:
+        return None
+    unknown = [item for item in items if not is_hash(item)]
+    if unknown:
+        raise click.BadParameter(f"unknown digest(s) {unknown}; choose from "
+                                 f"{', '.join(sorted(get_hashes()))}.", ctx, param)
+    return sorted(set(items))
 
 
 def _out_arg(out: str, local: str | None) -> Any:
@@ -64,10 +91,12 @@ def _render_convert(data: dict[str, Any]) -> str:
               help="Convert only these columns.")
 @click.option("--workers", type=click.IntRange(min=0), default=None,
               help="Processes (default: CPU count; 0 converts in this process).")
-@click.option("--compression", default=None, help="Shard compression, e.g. zstd or zstd:7.")
-@click.option("--hashes", callback=_split_list, metavar="ALGO,...",
+@click.option("--compression", default=None, callback=_check_compression,
+              help="Shard compression, e.g. zstd or zstd:7.")
+@click.option("--hashes", callback=_check_hashes, metavar="ALGO,...",
               help="Digests to record, e.g. sha1,xxh64.")
-@click.option("--size-limit", default="64mb", show_default=True, help="Shard size limit.")
+@click.option("--size-limit", type=BYTE_COUNT, default="64mb", show_default=True,
+              help="Shard size limit (none: one shard).")
 @click.option("--local", default=None, help="Local working directory when OUT is remote.")
 @click.option("--keep-local", is_flag=True, help="Keep local files after uploading.")
 @click.option("--exist-ok", is_flag=True, help="Clear a non-empty local output directory.")
@@ -80,7 +109,7 @@ def _render_convert(data: dict[str, Any]) -> str:
 @json_option
 def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str, str],
                     include: list[str] | None, workers: int | None, compression: str | None,
-                    hashes: list[str] | None, size_limit: str, local: str | None,
+                    hashes: list[str] | None, size_limit: int | None, local: str | None,
                     keep_local: bool, exist_ok: bool, image_column: str, label_column: str,
                     image_encoding: str | None, progress: bool, as_json: bool) -> None:
     """Convert SRC (files, a folder, a glob, a saved Hugging Face dataset, or an image folder

@@ -41,7 +41,11 @@ def detect_format(src: Any) -> str:
         root = paths[0]
         if any(os.path.exists(os.path.join(root, marker)) for marker in _HF_MARKERS):
             return "hf"
-        kinds = {k for _, _, names in os.walk(root) for k in map(_format_of_file, names) if k}
+        names = [n for _, _, files in os.walk(root) for n in files]
+        kinds = {k for k in map(_format_of_file, names) if k}
+        if len(kinds) > 1 and "jsonl" in kinds and not any(
+                n.lower().endswith((".jsonl", ".ndjson")) for n in names):
+            kinds.discard("jsonl")  # only `.json` files: metadata or an index beside the data
         if len(kinds) == 1:
             return kinds.pop()
         if kinds:

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.convert.columns import ConversionError
+from streaming.convert.subsets import existing_index
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import MergeReport, merge_partitions
@@ -170,21 +172,31 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
         total: expected sample count, for the bar.
         mp_context: multiprocessing start method (default ``spawn``: safe with threads).
         keep_local: with a remote, keep the local files.
-        exist_ok: clear a non-empty local output directory instead of refusing it.
+        exist_ok: clear a non-empty local output directory instead of refusing it, and replace
+            a dataset at the remote (its old index stays readable, over its own files, until
+            the new one is merged: the new sub-datasets get names of their own).
         inputs: local paths (files or folders) the tasks read; an output directory that is or
             holds one of them is refused before anything is cleared.
         **writer_kwargs: `MDSWriter` options (compression, hashes, size_limit...).
 
     Raises:
         ConversionError: a task failed (nothing is merged), or the output holds an input.
-        FileExistsError: ``Directory is not empty: <dir>`` without `exist_ok`.
+        FileExistsError: ``Directory is not empty: <dir>`` without `exist_ok`, or the remote
+            already holds a dataset.
     """
     if not tasks:
         raise ConversionError("Nothing to convert: no input tasks.")
     _refuse_inputs_inside(out, inputs, exist_ok)
     local, remote, temporary = _resolve_out(out, exist_ok)
-    flat = len(tasks) == 1
-    names = [""] if flat else [f"part-{i:05d}" for i in range(len(tasks))]
+    replacing = remote is not None and existing_index(None, remote) is not None
+    if replacing and not exist_ok:
+        raise FileExistsError(
+            f"{remote} already holds a dataset (an {get_index_basename()}). Pass exist_ok=True "
+            "to replace it (the old one stays readable until the new index is written), or "
+            "choose another output.")
+    flat = len(tasks) == 1 and not replacing
+    prefix = f"{uuid.uuid4().hex[:8]}-" if replacing else ""
+    names = [""] if flat else [f"{prefix}part-{i:05d}" for i in range(len(tasks))]
     kwargs = dict(writer_kwargs, keep_local=keep_local or remote is None)
     jobs = [(task, _sub_out(local, remote, name)) for task, name in zip(tasks, names)]
     workers = min(num_workers if num_workers is not None else os.cpu_count() or 1, len(tasks))

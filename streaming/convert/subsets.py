@@ -70,7 +70,7 @@ class SubsetResult:
     columns: dict[str, str]
 
 
-def _has_dataset(local: str | None, remote: str | None) -> str | None:
+def existing_index(local: str | None, remote: str | None) -> str | None:
     """Where an ``index.json`` already sits at the output root, or None."""
     if local is not None and os.path.isfile(os.path.join(local, get_index_basename())):
         return os.path.join(local, get_index_basename())
@@ -93,7 +93,7 @@ def plan_write(out: Any, *, exist_ok: bool, writer_kwargs: Mapping[str, Any]) ->
         ValueError: `out` has the wrong shape or the writer arguments are invalid.
     """
     local, remote = split_out(out)
-    found = _has_dataset(local, remote)
+    found = existing_index(local, remote)
     if found and not exist_ok:
         raise FileExistsError(
             f"{found} already exists: the output already holds a dataset. Pass exist_ok=True "

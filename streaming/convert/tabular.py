@@ -148,6 +148,9 @@ def _parquet_schemas(paths: list[str], names: Sequence[str] | None) -> Any:
 
     first = pq.read_schema(paths[0])
     wanted = list(names) if names is not None else first.names
+    unknown = [name for name in wanted if name not in first.names]
+    if unknown:
+        raise ConversionError(f"Column(s) {unknown} are not in {paths[0]}: {first.names}.")
     for path in paths[1:]:
         schema = pq.read_schema(path)
         for name in wanted:

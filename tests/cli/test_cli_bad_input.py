@@ -191,3 +191,30 @@ def test_simulate_calls_a_run_that_takes_no_time_unbounded(cli: Callable) -> Non
     assert _strict(cli(*args, "--json").out)["samples_per_second"] == "Infinity"
     timed = _strict(cli(*args, "--step-time", "1ms", "--json").out)
     assert 0 < timed["samples_per_second"] < 1e6
+
+
+def test_convert_checks_writer_options_before_any_work(cli: Callable, tmp_path: Any) -> None:
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+    for option, value, needle in (("--compression", "nope", "br, bz2, gz, snappy, zstd"),
+                                  ("--hashes", "nope", "unknown digest"),
+                                  ("--size-limit", "abc", "Unsupported value/suffix")):
+        run = cli("convert", "--no-progress", str(tmp_path / "a.jsonl"), str(tmp_path / "o"),
+                  option, value)
+        assert run.code == 2 and f"Invalid value for '{option}'" in run.err and needle in run.err
+        assert not os.path.exists(tmp_path / "o")
+    run = cli("convert", "--no-progress", str(tmp_path / "a.jsonl"), str(tmp_path / "o"),
+              "--hashes", "xxh64,sha1,xxh64")
+    assert run.code == 0, run.err
+    index = json.load(open(tmp_path / "o" / "index.json"))
+    assert sorted(index["shards"][0]["raw_data"]["hashes"]) == ["sha1", "xxh64"]
+
+
+def test_convert_finds_the_data_beside_a_metadata_json(cli: Callable, tmp_path: Any) -> None:
+    """A folder of CSV files with a `metadata.json` (or an MDS index) beside them is CSV: a
+    `.json` file is not taken for JSON lines when another format is there."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.csv").write_text("x\n1\n2\n")
+    (tmp_path / "data" / "metadata.json").write_text('{"source": "crawl"}')
+    run = cli("convert", "--no-progress", str(tmp_path / "data"), str(tmp_path / "out"))
+    assert run.code == 0, run.err
+    assert json.load(open(tmp_path / "out" / "index.json"))["shards"][0]["samples"] == 2

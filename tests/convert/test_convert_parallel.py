@@ -45,3 +45,28 @@ def test_a_failed_task_publishes_nothing(tmp_path: Any) -> None:
     result = write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0,
                             exist_ok=True)
     assert result.samples == 20 and len(read_back(out)) == 20
+
+
+def _remote_ids(remote: str, cache: str) -> list[int]:
+    from streaming import StreamingDataset
+
+    dataset = StreamingDataset(remote=remote, local=cache, batch_size=1)
+    return [int(dataset[i]["id"]) for i in range(dataset.num_samples)]
+
+
+def test_a_dataset_at_the_remote_is_refused_or_replaced_whole(tmp_path: Any) -> None:
+    """A local output's `exist_ok` rule, at the remote: a second conversion to a URL holding a
+    dataset is refused; with `exist_ok` a failed one leaves the old dataset as it was (its
+    files untouched), and one that succeeds replaces it."""
+    remote = f"file://{tmp_path}/remote"
+    write_parallel([0], numbered, remote, columns=COLUMNS, num_workers=0)
+    with pytest.raises(FileExistsError, match="already holds a dataset"):
+        write_parallel([1], numbered, remote, columns=COLUMNS, num_workers=0)
+    with pytest.raises(ConversionError, match="boom in task 1"):
+        write_parallel([2, 1], failing, remote, columns=COLUMNS, num_workers=0, exist_ok=True)
+    assert _remote_ids(remote, str(tmp_path / "c1")) == list(range(10))
+    result = write_parallel([3, 4], numbered, remote, columns=COLUMNS, num_workers=0,
+                            exist_ok=True)
+    assert all(name.endswith(("part-00000", "part-00001")) and name[8] == "-"
+               for name in result.partitions)
+    assert _remote_ids(remote, str(tmp_path / "c2")) == list(range(30, 50))

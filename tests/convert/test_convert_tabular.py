@@ -125,3 +125,12 @@ def test_exist_ok_on_an_empty_directory_does_not_warn_of_removing_contents(
                    exist_ok=True)
     assert "will remove contents" not in caplog.text
     assert [int(s["a"]) for s in read_back(str(tmp_path / "out"))] == [1]
+
+
+def test_include_of_a_column_no_file_has_names_the_column(tmp_path: Any) -> None:
+    (tmp_path / "in").mkdir()
+    _parquet(tmp_path / "in" / "a.parquet", 0, 10)
+    _parquet(tmp_path / "in" / "b.parquet", 10, 10)
+    with pytest.raises(ConversionError, match=r"Column\(s\) \['txet'\] are not in .*a.parquet"):
+        parquet_to_mds(str(tmp_path / "in"), str(tmp_path / "out"), include=["txet"],
+                       num_workers=0)

@@ -172,3 +172,18 @@ def test_dataset_columns_argument(folder) -> None:
         StreamingDataset(streams=[Stream(local=folder)], batch_size=4, columns=["id"])
     with pytest.raises(TypeError, match="`columns` must be a list"):
         StreamingDataset(local=folder, batch_size=4, columns="id")
+
+
+def test_an_all_null_column_and_null_rows_of_fixed_size_lists(tmp_path) -> None:
+    """A column of Arrow type null (pandas writes one for an all-None column) reads as None;
+    a fixed-size list of numbers stays an ndarray in a row group that has a null row."""
+    table = pa.table({"comment": pa.nulls(4),
+                      "v": pa.array([[1, 2], [3, 4], [5, 6], None], pa.list_(pa.float32(), 2))})
+    pq.write_table(table, str(tmp_path / "a.parquet"), row_group_size=2)
+    index_parquet(str(tmp_path))
+    dataset = StreamingDataset(local=str(tmp_path), batch_size=1)
+    rows = [dataset[i] for i in range(4)]
+    assert [r["comment"] for r in rows] == [None] * 4 and rows[3]["v"] is None
+    for i, row in enumerate(rows[:3]):
+        assert isinstance(row["v"], np.ndarray) and row["v"].dtype == np.float32
+        assert row["v"].tolist() == [2 * i + 1, 2 * i + 2]

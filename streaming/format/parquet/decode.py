@@ -180,6 +180,18 @@ def _moments(array: Any) -> Column:
     return _Values(rows)
 
 
+def _nulls_only_in_null_rows(child: Any, offsets: np.ndarray, valid: np.ndarray | None
+                             ) -> bool:
+    """No null element in a row that is not null itself. A null row of a fixed-size list
+    still has its slots (null), which must not turn the whole row group's rows into lists."""
+    if child.null_count == 0:
+        return True
+    if valid is None:
+        return False
+    element_rows_valid = np.repeat(valid, np.diff(offsets))
+    return not (element_rows_valid & ~_validity(child)).any()  # type: ignore[operator]
+
+
 def _lists(array: Any) -> Column:
     import pyarrow.types as t
 
@@ -200,8 +212,10 @@ def _lists(array: Any) -> Column:
             child = child.slice(0, int(offsets[-1]))
     value_type = child.type
     numeric = t.is_integer(value_type) or t.is_floating(value_type) or t.is_boolean(value_type)
-    if numeric and child.null_count == 0:
+    if numeric and _nulls_only_in_null_rows(child, offsets, valid):
         # One copy per row group, so rows are writable views (torch warns on read-only ones).
+        if child.null_count:  # the slots of null rows (a fixed-size list has them): never read
+            child = child.fill_null(False if t.is_boolean(value_type) else 0)
         flat = np.array(child.to_numpy(zero_copy_only=False))
         return _NumericLists(flat, offsets, valid, width)
     return _Lists(decode_column(child), offsets, valid)

@@ -26,7 +26,8 @@ def unsupported_reason(arrow_type: Any) -> str | None:
             or t.is_binary(arrow_type) or t.is_large_binary(arrow_type)
             or t.is_fixed_size_binary(arrow_type)
             or t.is_timestamp(arrow_type) or t.is_date(arrow_type)
-            or t.is_duration(arrow_type) or t.is_decimal(arrow_type)):
+            or t.is_duration(arrow_type) or t.is_decimal(arrow_type)
+            or t.is_null(arrow_type)):  # an all-None column (pandas writes one): None values
         return None
     if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
         return unsupported_reason(arrow_type.value_type)
