@@ -153,6 +153,9 @@ def infer_columns(schema: pa.Schema, overrides: Mapping[str, str] | None = None,
             type with no encoding.
     """
     overrides = dict(overrides or {})
+    if include is not None and not len(include):
+        raise ConversionError("`include` names no column: a dataset without columns holds no "
+                              "data. Leave it out to convert every column.")
     names = list(include) if include is not None else list(schema.names)
     for name in list(overrides) + names:
         if name not in schema.names:

@@ -67,6 +67,11 @@ def test_float_nulls_are_nan_wherever_they_are() -> None:
     assert got[0] == 1.0 and np.isnan(got[1])
 
 
+def test_an_empty_include_is_refused() -> None:
+    with pytest.raises(ConversionError, match="`include` names no column"):
+        infer_columns(pa.schema([("a", pa.int64())]), include=[])
+
+
 def test_maps_are_dicts_and_duplicate_keys_fail() -> None:
     maps = pa.array([{"x": 1, "y": 2}, {}], pa.map_(pa.string(), pa.int64()))
     nested = pa.array([{"m": {"k": 1}}, {"m": {}}],

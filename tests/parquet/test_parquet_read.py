@@ -136,6 +136,20 @@ def test_file_changed_after_indexing_is_never_misread(tmp_path) -> None:
         assert ds[99]["id"] == 1000 + 49
 
 
+def test_file_rewritten_while_open_is_reported_as_changed(tmp_path) -> None:
+    folder = write_folder(str(tmp_path / "d"), 100, files=2, row_group=20)
+    index_parquet(folder)
+    path = os.path.join(folder, "part-00001.parquet")
+    with StreamingDataset(local=folder, batch_size=4) as ds:
+        assert ds[99]["id"] == 99  # the file is open (mapped), one row group decoded
+        table = pq.read_table(path)
+        with open(path, "r+b") as file:  # rewritten in place: the mapping sees the new bytes
+            file.truncate(0)
+        pq.write_table(pa.concat_tables([table] * 3), path, row_group_size=7)
+        with pytest.raises(SourceChangedError, match="not the file that was indexed"):
+            ds[50]
+
+
 def test_reference_refuses_the_folder_clearly() -> None:
     from streaming.format.index import IN_PLACE_VERSION
 

@@ -224,18 +224,7 @@ class ParquetReader(JointReader):
 
         info = self.file_pairs[0][0]
         path = self._path(info)
-        src = self.source
-        with open(path, "rb") as f:  # FileNotFoundError: the caller fetches it
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(size - src.footer_bytes, 0))
-            footer = f.read()
-        if size != src.bytes or footer_digest(footer) != src.footer_digest:
-            where = (f"{path} (read in place)" if self.options.in_place
-                     else f"{path} (a cached copy of {src.basename})")
-            raise SourceChangedError(
-                f"{where} is not the file that was indexed: its size or Parquet footer "
-                "differs. Index the folder again (`streaming index`), or delete the cached "
-                "copy to fetch it again.")
+        footer = self._indexed_footer(path)
         metadata = parse_footer(path, footer)
         first, stop = self.row_groups
         if stop > metadata.num_row_groups:
@@ -254,6 +243,27 @@ class ParquetReader(JointReader):
             raise self._corrupt(info, str(err).split("\n", 1)[0]) from None
         return _Open(file, groups, starts, DecodedGroups())
 
+    def _indexed_footer(self, path: str) -> bytes:
+        """The footer of the file at `path`, checked against the index.
+
+        Raises:
+            FileNotFoundError: no file (the caller fetches it).
+            SourceChangedError: the file is not the one indexed (size or footer differ).
+        """
+        src = self.source
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(size - src.footer_bytes, 0))
+            footer = f.read()
+        if size != src.bytes or footer_digest(footer) != src.footer_digest:
+            where = (f"{path} (read in place)" if self.options.in_place
+                     else f"{path} (a cached copy of {src.basename})")
+            raise SourceChangedError(
+                f"{where} is not the file that was indexed: its size or Parquet footer "
+                "differs. Index the folder again (`streaming index`), or delete the cached "
+                "copy to fetch it again.")
+        return footer
+
     def _group(self, state: _Open, which: int) -> dict[str, Column]:
         """The decoded columns of the shard's `which`-th row group (decoded once per open)."""
         import pyarrow as pa
@@ -267,6 +277,8 @@ class ParquetReader(JointReader):
                                                   columns=list(self._read_columns),
                                                   use_threads=False)
             except (OSError, pa.ArrowException) as err:
+                # A file rewritten in place since it was opened reads as garbage: say so.
+                self._indexed_footer(self._path(self.file_pairs[0][0]))
                 raise self._corrupt(self.file_pairs[0][0],
                                     f"row group {state.groups[which]}: "
                                     f"{str(err).splitlines()[0] if str(err) else err!r}"
