@@ -116,6 +116,33 @@ TABLE: dict[str, list[str]] = {
     "streaming.text": ["StreamingC4", "StreamingEnWiki", "StreamingPile"],
     "streaming.multimodal": [
         "StreamingInsideWebVid", "StreamingOutsideDTWebVid", "StreamingOutsideGIWebVid"],
+    # The domain conversion scripts (importable without torchvision, datasets or pyarrow).
+    "streaming.vision.convert": [],
+    "streaming.vision.convert.base": ["convert_image_class_dataset"],
+    "streaming.vision.convert.cifar10": ["parse_args", "main"],
+    "streaming.vision.convert.fake_cifar10": ["parse_args", "make_split", "main"],
+    "streaming.vision.convert.imagenet": [
+        "parse_args", "check_extensions", "get_classes", "main"],
+    "streaming.vision.convert.ade20k": ["parse_args", "get", "each", "main"],
+    "streaming.vision.convert.coco": ["parse_args", "each", "main"],
+    "streaming.text.convert": [],
+    "streaming.text.convert.c4": ["parse_args", "get", "each", "main"],
+    "streaming.text.convert.pile": [
+        "parse_args", "each_task", "file_to_dir", "with_id", "merge_shard_groups", "main"],
+    "streaming.text.convert.enwiki_text": ["parse_args", "process_split", "main"],
+    "streaming.multimodal.convert": [],
+    "streaming.multimodal.convert.webvid": [],
+    "streaming.multimodal.convert.webvid.crawl_webvid": [
+        "parse_args", "each_todo", "head", "parse_duration", "download", "main"],
+    "streaming.multimodal.convert.webvid.crawl_webvid_subsets": [
+        "parse_args", "get_matches", "each_todo", "head", "parse_duration", "download", "main"],
+    "streaming.multimodal.convert.webvid.extract_webvid_videos": [
+        "out_columns", "parse_args", "main"],
+    "streaming.multimodal.convert.laion": [],
+    "streaming.multimodal.convert.laion.laion400m": [],
+    "streaming.multimodal.convert.laion.laion400m.convert_and_upload": [
+        "parse_args", "each_downloaded_shard", "get_int", "get_float", "get_bytes", "get_str",
+        "convert", "upload", "convert_and_upload_shards", "collect_and_upload_index", "main"],
 }
 # Needs pyspark; without it, importing must fail with an ImportError naming what to install.
 CONVERTERS = ("streaming.base.converters",
