@@ -25,11 +25,8 @@ from streaming.multimodal.convert.webvid import (
     crawl_webvid_subsets,
     extract_webvid_videos,
 )
+from tests.domains.reference_reads import REPO, need_reference, portable, reference_reads
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMPAT = os.path.join(REPO, "tests", "compat")
-REFERENCE = os.environ.get("STREAMING_REFERENCE_PYTHON") or os.path.join(
-    REPO, ".bench", "venvs", "reference", "bin", "python")
 HEADER = ["videoid", "contentUrl", "duration", "page_dir", "name", "page_idx"]
 
 
@@ -227,27 +224,16 @@ def test_laion_a_gap_in_the_stats_files_is_an_error(laion_local) -> None:
 
 
 def test_the_reference_reads_our_multimodal_outputs(webvid_csv, laion_local, tmp_path) -> None:
-    if not os.path.exists(REFERENCE):
-        pytest.skip(f"no reference interpreter at {REFERENCE}")
+    need_reference()
     root = tmp_path / "ours"
     crawl_webvid.main(crawl_webvid.parse_args(["--in", webvid_csv[0], "--out_root",
                                                str(root / "webvid"), "--num_procs", "1"]))
     laion.main(laion.parse_args(["--local", laion_local, "--remote", str(root / "laion"),
                                  "--poll_interval", "0"]))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([REFERENCE, os.path.join(COMPAT, "reference_reader.py"), str(root),
-                           "webvid", "laion"], capture_output=True, text=True, env=env,
-                          cwd=str(root), timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout)
-    sys.path.insert(0, COMPAT)
-    try:
-        import compat_portable as portable
-    finally:
-        sys.path.remove(COMPAT)
+    seen, forms = reference_reads(root, "webvid", "laion"), portable()
     for name in ("webvid", "laion"):
         ours = StreamingDataset(local=str(root / name), batch_size=1)
-        want = [{k: portable.to_portable(v) for k, v in ours[i].items()}
+        want = [{k: forms.to_portable(v) for k, v in ours[i].items()}
                 for i in range(ours.num_samples)]
         assert len(want) == 4  # compared as JSON text: a NaN similarity equals itself there
         assert json.dumps(seen[name]["get"], sort_keys=True) == json.dumps(want, sort_keys=True)

@@ -16,11 +16,7 @@ import zstd
 from streaming import StreamingDataset
 from streaming.errors import MissingDependencyError
 from streaming.text.convert import c4, enwiki_text, pile
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMPAT = os.path.join(REPO, "tests", "compat")
-REFERENCE = os.environ.get("STREAMING_REFERENCE_PYTHON") or os.path.join(
-    REPO, ".bench", "venvs", "reference", "bin", "python")
+from tests.domains.reference_reads import REPO, need_reference, reference_reads
 
 
 def _read(path: str, split: str | None = None) -> list[dict]:
@@ -192,20 +188,13 @@ def test_c4_each_reads_shards_in_several_workers(tmp_path) -> None:
 
 @needs_zstd
 def test_the_reference_reads_our_text_outputs(pile_root, enwiki_root, tmp_path) -> None:
-    if not os.path.exists(REFERENCE):
-        pytest.skip(f"no reference interpreter at {REFERENCE}")
+    need_reference()
     root = tmp_path / "ours"
     pile.convert_pile(pile_root[0], str(root / "pile"), compression="", size_limit=300,
                       num_procs=1, progress_bar=False)
     enwiki_text.process_split(enwiki_root[0], str(root / "enwiki"), "", ["sha1"], 1 << 9, 0, 0,
                               enwiki_text.TRAIN_BASENAMES, "train")
-    specs = ["pile:train", "enwiki:train"]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([REFERENCE, os.path.join(COMPAT, "reference_reader.py"), str(root),
-                           *specs], capture_output=True, text=True, env=env, cwd=str(root),
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout)
+    seen = reference_reads(root, "pile:train", "enwiki:train")
     assert seen["pile"]["get"] == pile_root[1]["train"]
     assert seen["pile"]["local"] == pile_root[1]["train"]
     assert [s["text"] for s in seen["enwiki"]["get"]] == enwiki_root[1]

@@ -18,11 +18,7 @@ from streaming.errors import MissingDependencyError
 from streaming.vision import StreamingADE20K, StreamingCIFAR10, StreamingCOCO, StreamingImageNet
 from streaming.vision.convert import ade20k, cifar10, coco, fake_cifar10, imagenet
 from streaming.vision.convert.base import convert_image_class_dataset
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COMPAT = os.path.join(REPO, "tests", "compat")
-REFERENCE = os.environ.get("STREAMING_REFERENCE_PYTHON") or os.path.join(
-    REPO, ".bench", "venvs", "reference", "bin", "python")
+from tests.domains.reference_reads import REPO, need_reference, portable, reference_reads
 
 
 def _image(path, seed: int, size=(12, 10), fmt: str = "JPEG", mode: str = "RGB") -> np.ndarray:
@@ -260,24 +256,13 @@ def test_fake_cifar10_make_split_is_importable_api(tmp_path) -> None:
 
 def test_the_reference_reads_our_vision_outputs(imagenet_tree, ade_tree, coco_tree,
                                                 tmp_path) -> None:
-    if not os.path.exists(REFERENCE):
-        pytest.skip(f"no reference interpreter at {REFERENCE}")
+    need_reference()
     root = tmp_path / "ours"
     imagenet.convert_split(imagenet_tree[0], str(root / "imagenet"), "val", progress_bar=False)
     ade20k.convert_split(ade_tree[0], str(root / "ade20k"), "train", progress_bar=False)
     coco.convert_split(coco_tree[0], str(root / "coco"), "val", progress_bar=False)
     specs = ["imagenet:val", "ade20k:train", "coco:val"]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([REFERENCE, os.path.join(COMPAT, "reference_reader.py"), str(root),
-                           *specs], capture_output=True, text=True, env=env, cwd=str(root),
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout)
-    sys.path.insert(0, COMPAT)
-    try:
-        import compat_portable as portable
-    finally:
-        sys.path.remove(COMPAT)
+    seen, forms = reference_reads(root, *specs), portable()
     for spec in specs:
         name, split = spec.split(":")
         ours = StreamingDataset(local=str(root / name), split=split, batch_size=1)
@@ -288,7 +273,7 @@ def test_the_reference_reads_our_vision_outputs(imagenet_tree, ade_tree, coco_tr
             assert sorted(sample) == sorted(mine)
             for key, value in sample.items():
                 if isinstance(value, dict) and value.get("format") == "JPEG":  # other libjpeg
-                    got = np.asarray(portable.from_portable(value), float)
+                    got = np.asarray(forms.from_portable(value), float)
                     assert np.abs(got - np.asarray(mine[key], float)).mean() <= 4.0, spec
                 else:
-                    assert value == portable.to_portable(mine[key]), f"{spec} {n} {key}"
+                    assert value == forms.to_portable(mine[key]), f"{spec} {n} {key}"

@@ -11,14 +11,18 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
-from argparse import ArgumentParser
-from collections.abc import Iterator
+from argparse import ArgumentParser, Namespace
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import ModuleType
+from typing import Any
 
 from streaming.errors import MissingDependencyError
+from streaming.format.mds.writer import MDSWriter
 from streaming.progress import Progress, make_progress
+from streaming.units import get_list_arg
 
-__all__ = ["add_writer_flags", "import_optional", "progress_for", "writer_compression"]
+__all__ = ["add_writer_flags", "import_optional", "progress_for", "run_published_splits",
+           "write_samples", "writer_compression"]
 
 
 def add_writer_flags(parser: ArgumentParser, *, compression: str, size_limit: int,
@@ -80,3 +84,28 @@ def progress_for(enabled: bool | int, total: int | None, leave: bool | int = Fal
               dynamic_ncols=True, leave=False) as bar:
         with make_progress(bar.update, total) as progress:
             yield progress
+
+
+def write_samples(out: str, columns: Mapping[str, str], samples: Iterable[dict[str, Any]],
+                  total: int, *, compression: str | None, hashes: list[str] | None,
+                  size_limit: int, progress_bar: bool | int, leave: bool | int,
+                  desc: str | None) -> None:
+    """Write `samples` as one MDS dataset at `out`, under one progress bar of `total`."""
+    with MDSWriter(out=out, columns=dict(columns), compression=writer_compression(compression),
+                   hashes=list(hashes or []), size_limit=size_limit,
+                   progress_bar=bool(progress_bar)) as writer, \
+            progress_for(progress_bar, total, leave, desc=desc) as progress:
+        for sample in samples:
+            writer.write(sample)
+            progress(1)
+
+
+def run_published_splits(convert_split: Callable[..., int],
+                         splits: Mapping[str, tuple[int, bool]], args: Namespace) -> None:
+    """Convert each split of a published dataset in turn, checked against its sample count
+    (`splits`: name -> (samples, shuffle)), with the script's command-line options."""
+    for split, (expected, shuffle) in splits.items():
+        convert_split(args.in_root, args.out_root, split, shuffle=shuffle,
+                      expected_num_samples=expected, compression=args.compression,
+                      hashes=get_list_arg(args.hashes), size_limit=args.size_limit,
+                      progress_bar=bool(args.progress_bar), leave=bool(args.leave))

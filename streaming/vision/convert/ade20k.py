@@ -17,9 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from glob import glob
 from typing import Any
 
-from streaming.format.mds.writer import MDSWriter
-from streaming.units import get_list_arg
-from streaming.vision.convert._common import add_writer_flags, progress_for, writer_compression
+from streaming.vision.convert._common import add_writer_flags, run_published_splits, write_samples
 
 __all__ = ["COLUMNS", "CORRUPTED_TRAIN_UIDS", "SPLITS", "convert_split", "each", "get", "main",
            "parse_args"]
@@ -97,24 +95,15 @@ def convert_split(in_root: str, out_root: str, split: str, *, shuffle: bool | No
         raise ValueError(f"Number of samples in a dataset doesn't match. Expected "
                          f"{expected_num_samples}, but got {len(samples)} ({split} in "
                          f"{in_root})")
-    with MDSWriter(out=os.path.join(out_root, split), columns=COLUMNS,
-                   compression=writer_compression(compression), hashes=list(hashes or []),
-                   keep_local=False, size_limit=size_limit,
-                   progress_bar=progress_bar) as writer, \
-            progress_for(progress_bar, len(samples), leave, desc=split) as progress:
-        for sample in each(samples):
-            writer.write(sample)
-            progress(1)
+    write_samples(os.path.join(out_root, split), COLUMNS, each(samples), len(samples),
+                  compression=compression, hashes=hashes, size_limit=size_limit,
+                  progress_bar=progress_bar, leave=leave, desc=split)
     return len(samples)
 
 
 def main(args: Namespace) -> None:
     """Convert train, then val, each checked against its published sample count."""
-    for split, (expected, shuffle) in SPLITS.items():
-        convert_split(args.in_root, args.out_root, split, shuffle=shuffle,
-                      expected_num_samples=expected, compression=args.compression,
-                      hashes=get_list_arg(args.hashes), size_limit=args.size_limit,
-                      progress_bar=bool(args.progress_bar), leave=bool(args.leave))
+    run_published_splits(convert_split, SPLITS, args)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,12 @@ dataset read without shuffling is not ordered by class.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
 
-from streaming.format.mds.writer import MDSWriter
-from streaming.vision.convert._common import progress_for, writer_compression
+from streaming.vision.convert._common import write_samples
 
 __all__ = ["ImageClassDataset", "convert_image_class_dataset"]
 
@@ -61,11 +61,12 @@ def convert_image_class_dataset(dataset: ImageClassDataset, out_root: str,
     columns = {"i": "int", "x": encoding, "y": "int"}
     indices = np.random.permutation(len(dataset)).tolist()
     out_dir = os.path.join(out_root, split or "")
-    with MDSWriter(out=out_dir, columns=columns, compression=writer_compression(compression),
-                   hashes=list(hashes or []), size_limit=size_limit,
-                   progress_bar=progress_bar) as writer, \
-            progress_for(progress_bar, len(indices), leave, desc=split or None) as progress:
+
+    def samples() -> Iterator[dict[str, Any]]:
         for index in indices:
             image, label = dataset[index]
-            writer.write({"i": index, "x": image, "y": _label(label)})
-            progress(1)
+            yield {"i": index, "x": image, "y": _label(label)}
+
+    write_samples(out_dir, columns, samples(), len(indices), compression=compression,
+                  hashes=hashes, size_limit=size_limit, progress_bar=progress_bar, leave=leave,
+                  desc=split or None)

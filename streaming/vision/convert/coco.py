@@ -21,9 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.format.mds.writer import MDSWriter
-from streaming.units import get_list_arg
-from streaming.vision.convert._common import add_writer_flags, progress_for, writer_compression
+from streaming.vision.convert._common import add_writer_flags, run_published_splits, write_samples
 
 __all__ = ["COLUMNS", "SPLITS", "CocoImage", "convert_split", "each", "load_annotations", "main",
            "parse_args"]
@@ -132,23 +130,15 @@ def convert_split(in_root: str, out_root: str, split: str, *, shuffle: bool | No
                          f"{expected_num_samples}, but got {len(images)} ({ann_file})")
     if shuffle is None:
         shuffle = SPLITS[split][1] if split in SPLITS else False
-    with MDSWriter(out=os.path.join(out_root, split), columns=COLUMNS,
-                   compression=writer_compression(compression), hashes=list(hashes or []),
-                   size_limit=size_limit, progress_bar=progress_bar) as writer, \
-            progress_for(progress_bar, len(images), leave, desc=split) as progress:
-        for sample in each(images, img_dir, shuffle):
-            writer.write(sample)
-            progress(1)
+    write_samples(os.path.join(out_root, split), COLUMNS, each(images, img_dir, shuffle),
+                  len(images), compression=compression, hashes=hashes, size_limit=size_limit,
+                  progress_bar=progress_bar, leave=leave, desc=split)
     return len(images)
 
 
 def main(args: Namespace) -> None:
     """Convert train, then val, each checked against its published sample count."""
-    for split, (expected, shuffle) in SPLITS.items():
-        convert_split(args.in_root, args.out_root, split, shuffle=shuffle,
-                      expected_num_samples=expected, compression=args.compression,
-                      hashes=get_list_arg(args.hashes), size_limit=args.size_limit,
-                      progress_bar=bool(args.progress_bar), leave=bool(args.leave))
+    run_published_splits(convert_split, SPLITS, args)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 from argparse import ArgumentParser, Namespace
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from glob import glob
+from typing import Any
 
 import numpy as np
 
-from streaming.format.mds.writer import MDSWriter
 from streaming.units import get_list_arg
-from streaming.vision.convert._common import add_writer_flags, progress_for, writer_compression
+from streaming.vision.convert._common import add_writer_flags, write_samples
 
 __all__ = ["check_extensions", "convert_split", "get_classes", "main", "parse_args"]
 
@@ -90,17 +90,17 @@ def convert_split(in_root: str, out_root: str, split: str, *, compression: str |
     check_extensions(filenames, extensions or {"jpeg"})
     classes, names = get_classes(filenames, class_names)
     columns = {"i": "int", "x": "jpeg", "y": "int"}
-    with MDSWriter(out=os.path.join(out_root, split), columns=columns,
-                   compression=writer_compression(compression), hashes=list(hashes or []),
-                   size_limit=size_limit, progress_bar=progress_bar) as writer, \
-            progress_for(progress_bar, len(filenames), leave, desc=split) as progress:
+
+    def samples() -> Iterator[dict[str, Any]]:
         for index in np.random.permutation(len(filenames)).tolist():
             if validate:
                 _check_image(filenames[index])
             with open(filenames[index], "rb") as file:
-                data = file.read()
-            writer.write({"i": index, "x": data, "y": classes[index]})
-            progress(1)
+                yield {"i": index, "x": file.read(), "y": classes[index]}
+
+    write_samples(os.path.join(out_root, split), columns, samples(), len(filenames),
+                  compression=compression, hashes=hashes, size_limit=size_limit,
+                  progress_bar=progress_bar, leave=leave, desc=split)
     return names
 
 
