@@ -15,7 +15,6 @@ cache keeps no file on its size alone.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import warnings
@@ -23,9 +22,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from streaming.coord.records import ensure_state_dir
+from streaming.cache.origins import read_origin, record_origin
 from streaming.errors import (
-    CoordinationError,
     IndexFormatError,
     RemoteUnavailableWarning,
     UnverifiedCacheWarning,
@@ -231,40 +229,13 @@ class IndexCache:
         write_atomic(self.path, [loaded.text])
         self._record_origin(origin, loaded.where)
 
-    @property
-    def origin_path(self) -> str | None:
-        """Where this machine records the URL of the remote index that filled the cache, so a
-        cache directory reused for another remote is told apart from a remote whose dataset
-        changed: a file in the per-user state dir (never in the cache directory itself, which
-        holds only what the reference's would), keyed by the directory's real path. None when
-        the state dir cannot be used."""
-        key = hashlib.sha1(os.path.realpath(self.local_dir).encode()).hexdigest()[:24]
-        try:
-            return os.path.join(ensure_state_dir(), f"origin-{key}.txt")
-        except (OSError, CoordinationError):
-            return None
-
     def _origin(self) -> str | None:
-        """The remote index this cache was filled from, or None if unknown (a cache filled by
-        the reference, by a version of ours before the record, or before a reboot cleared the
-        temp dir)."""
-        path = self.origin_path
-        if path is None:
-            return None
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.read().strip() or None
-        except (OSError, UnicodeDecodeError):
-            return None
+        """The remote index this cache was filled from (`streaming.cache.origins`)."""
+        return read_origin(self.local_dir)
 
     def _record_origin(self, recorded: str | None, where: str) -> None:
-        path = self.origin_path
-        if recorded == where or path is None:
-            return
-        try:
-            write_atomic(path, [where.encode()])
-        except OSError as err:  # best effort: a read-only cache just stays unrecorded
-            log.debug("Could not record the origin of %s: %s", self.local_dir, err)
+        if recorded != where:
+            record_origin(self.local_dir, where)
 
     def _drop_from_elsewhere(self, kept: list[KeptShard], origin: str) -> None:
         """The cache was filled from another remote: a file kept only on its size says nothing

@@ -1,0 +1,93 @@
+"""Which remote index filled each cache directory, recorded outside the directory.
+
+A cache directory reused for another remote must be told apart from a remote whose dataset
+changed (`IndexCache.commit`), so the URL of the index that filled it is kept in a file of the
+per-user state dir (never in the cache directory itself, which holds only what the
+reference's would), keyed by the directory's real path. The record also names that path, so
+records of directories that are gone (every test's temporary cache, say) are pruned, at most
+once an hour, instead of piling up in the temp dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+
+from streaming.coord.records import ensure_state_dir
+from streaming.errors import CoordinationError
+from streaming.format.fileio import write_atomic
+
+__all__ = ["prune_origins", "read_origin", "record_origin"]
+
+log = logging.getLogger(__name__)
+
+_PREFIX, _SUFFIX = "origin-", ".txt"
+_STAMP = "origins-pruned"  # its mtime: the last prune
+PRUNE_EVERY = 3600.0  # seconds between prunes
+OLD_RECORD_AGE = 7 * 86400.0  # a record without its directory's path goes after this long
+
+
+def _record_path(local_dir: str) -> str | None:
+    """The record's file, or None when the state dir cannot be used."""
+    key = hashlib.sha1(os.path.realpath(local_dir).encode()).hexdigest()[:24]
+    try:
+        return os.path.join(ensure_state_dir(), f"{_PREFIX}{key}{_SUFFIX}")
+    except (OSError, CoordinationError):
+        return None
+
+
+def read_origin(local_dir: str) -> str | None:
+    """The remote index `local_dir` was filled from, or None if unknown (a cache filled by the
+    reference, or before a reboot cleared the temp dir)."""
+    path = _record_path(local_dir)
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def record_origin(local_dir: str, where: str) -> None:
+    """Record that `local_dir` now holds the files of the index at `where` (best effort: a
+    state dir that cannot be written leaves the cache unrecorded)."""
+    path = _record_path(local_dir)
+    if path is None:
+        return
+    try:
+        write_atomic(path, [f"{where}\n{os.path.realpath(local_dir)}\n".encode()])
+        prune_origins(os.path.dirname(path))
+    except OSError as err:
+        log.debug("Could not record the origin of %s: %s", local_dir, err)
+
+
+def prune_origins(state_dir: str, *, now: float | None = None, force: bool = False) -> int:
+    """Delete the records of cache directories that no longer exist (and records too old to
+    name theirs); runs at most once per `PRUNE_EVERY` unless `force`. Returns how many went."""
+    now = time.time() if now is None else now
+    stamp = os.path.join(state_dir, _STAMP)
+    try:
+        if not force and now - os.stat(stamp).st_mtime < PRUNE_EVERY:
+            return 0
+    except FileNotFoundError:
+        pass
+    with open(stamp, "w"):  # claimed first: concurrent starts do not all scan
+        pass
+    removed = 0
+    for entry in os.scandir(state_dir):
+        if not (entry.name.startswith(_PREFIX) and entry.name.endswith(_SUFFIX)):
+            continue
+        try:
+            with open(entry.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+            gone = (not os.path.isdir(lines[1]) if len(lines) > 1
+                    else now - entry.stat().st_mtime > OLD_RECORD_AGE)
+            if gone:
+                os.unlink(entry.path)
+                removed += 1
+        except (OSError, UnicodeDecodeError):
+            continue  # another process pruned or rewrote it
+    return removed

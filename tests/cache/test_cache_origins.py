@@ -1,0 +1,42 @@
+"""The records of which remote filled each cache directory (`streaming.cache.origins`): read
+back, and pruned once their directory is gone instead of piling up in the temp dir."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from streaming.cache import origins
+
+
+def _records(state: str) -> list[str]:
+    return sorted(n for n in os.listdir(state) if n.startswith("origin-"))
+
+
+def test_a_record_reads_back_and_goes_with_its_directory(tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
+    kept, gone = tmp_path / "kept", tmp_path / "gone"
+    kept.mkdir()
+    gone.mkdir()
+    origins.record_origin(str(kept), "s3://a/index.json")
+    origins.record_origin(str(gone), "s3://b/index.json")
+    assert origins.read_origin(str(kept)) == "s3://a/index.json"
+    assert origins.read_origin(str(gone)) == "s3://b/index.json"
+    assert origins.read_origin(str(tmp_path / "never")) is None
+    state = os.path.dirname(origins._record_path(str(kept)))  # type: ignore[arg-type]
+    old = os.path.join(state, "origin-0123456789abcdef01234567.txt")  # an older one-line record
+    with open(old, "w") as f:
+        f.write("s3://c/index.json")
+    os.rmdir(gone)
+    assert origins.prune_origins(state) == 0  # pruned at most once an hour
+    assert len(_records(state)) == 3
+    assert origins.prune_origins(state, force=True) == 1  # the gone directory's record
+    assert origins.read_origin(str(kept)) == "s3://a/index.json"
+    later = time.time() + origins.OLD_RECORD_AGE + origins.PRUNE_EVERY + 1
+    assert origins.prune_origins(state, now=later) == 1  # the old record, too old to judge
+    assert _records(state) == [os.path.basename(origins._record_path(str(kept)))]  # type: ignore[arg-type]
