@@ -5,7 +5,8 @@ changed (`IndexCache.commit`), so the URL of the index that filled it is kept in
 per-user state dir (never in the cache directory itself, which holds only what the
 reference's would), keyed by the directory's real path. The record also names that path, so
 records of directories that are gone (every test's temporary cache, say) are pruned, at most
-once an hour, instead of piling up in the temp dir.
+once an hour and on a thread of their own (never delaying a start), instead of piling up in
+the temp dir.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
 
 from streaming.coord.records import ensure_state_dir
@@ -59,22 +61,34 @@ def record_origin(local_dir: str, where: str) -> None:
         return
     try:
         write_atomic(path, [f"{where}\n{os.path.realpath(local_dir)}\n".encode()])
-        prune_origins(os.path.dirname(path))
+        if _prune_due(os.path.dirname(path), time.time()):
+            threading.Thread(target=_prune_quietly, args=(os.path.dirname(path),),
+                             name="streaming-origins-prune", daemon=True).start()
     except OSError as err:
         log.debug("Could not record the origin of %s: %s", local_dir, err)
+
+
+def _prune_due(state_dir: str, now: float) -> bool:
+    try:
+        return now - os.stat(os.path.join(state_dir, _STAMP)).st_mtime >= PRUNE_EVERY
+    except FileNotFoundError:
+        return True
+
+
+def _prune_quietly(state_dir: str) -> None:
+    try:
+        prune_origins(state_dir)
+    except OSError as err:
+        log.debug("Could not prune the cache origin records in %s: %s", state_dir, err)
 
 
 def prune_origins(state_dir: str, *, now: float | None = None, force: bool = False) -> int:
     """Delete the records of cache directories that no longer exist (and records too old to
     name theirs); runs at most once per `PRUNE_EVERY` unless `force`. Returns how many went."""
     now = time.time() if now is None else now
-    stamp = os.path.join(state_dir, _STAMP)
-    try:
-        if not force and now - os.stat(stamp).st_mtime < PRUNE_EVERY:
-            return 0
-    except FileNotFoundError:
-        pass
-    with open(stamp, "w"):  # claimed first: concurrent starts do not all scan
+    if not force and not _prune_due(state_dir, now):
+        return 0
+    with open(os.path.join(state_dir, _STAMP), "w"):  # claimed first: starts do not all scan
         pass
     removed = 0
     for entry in os.scandir(state_dir):

@@ -4,6 +4,7 @@ back, and pruned once their directory is gone instead of piling up in the temp d
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -25,6 +26,9 @@ def test_a_record_reads_back_and_goes_with_its_directory(tmp_path: Any, monkeypa
     gone.mkdir()
     origins.record_origin(str(kept), "s3://a/index.json")
     origins.record_origin(str(gone), "s3://b/index.json")
+    for thread in threading.enumerate():  # the first record's prune, on its own thread
+        if thread.name == "streaming-origins-prune":
+            thread.join(timeout=60)
     assert origins.read_origin(str(kept)) == "s3://a/index.json"
     assert origins.read_origin(str(gone)) == "s3://b/index.json"
     assert origins.read_origin(str(tmp_path / "never")) is None
