@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BatchParts", "column_of", "columns_of"]
+from streaming.errors import StreamingError
+
+__all__ = ["BatchParts", "MixedColumnsError", "column_of", "columns_of"]
 
 _TENSOR_KINDS = frozenset("biufc")  # numpy dtype kinds torch has tensors of
 _INTS, _FLOATS, _BOOLS = (int, np.int64), (float, np.float64), (bool, np.bool_)
@@ -26,11 +28,26 @@ _PYTHON_TWINS: dict[type, tuple[type, type]] = {
     np.bool_: _BOOLS}
 
 
+class MixedColumnsError(StreamingError, ValueError, KeyError):
+    """Samples of one batch with different columns (streams of different schemas). A
+    `KeyError` naming the first column a sample lacks, as `default_collate` raises in the
+    reference, and a `ValueError` (a bad batch); its text says more. (Built from its text
+    alone too: that is how torch raises it again out of a DataLoader worker.)"""
+
+    def __init__(self, column: str, message: str | None = None) -> None:
+        super().__init__(column)
+        self.message = column if message is None else message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def columns_of(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The batch of these sample dicts, column by column (see the module docstring).
 
     Raises:
-        ValueError: the samples are not dicts of the same keys.
+        MixedColumnsError: dicts of different keys.
+        ValueError: a sample is not a dict.
     """
     if not samples:
         return {}
@@ -38,10 +55,13 @@ def columns_of(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for sample in samples:
         if not isinstance(sample, Mapping) or sample.keys() != keys:
             other = sorted(sample) if isinstance(sample, Mapping) else f"{sample!r:.80}"
-            raise ValueError(
-                f"Samples of one batch must be dicts of the same columns; got {sorted(keys)} "
-                f"and {other} (iterate the dataset with a collate function of your own for "
-                "other samples).")
+            message = (f"Samples of one batch must be dicts of the same columns; got "
+                       f"{sorted(keys)} and {other} (iterate the dataset with a collate "
+                       "function of your own for other samples).")
+            if not isinstance(sample, Mapping):
+                raise ValueError(message)
+            differ = [k for k in keys if k not in sample] or [k for k in sample if k not in keys]
+            raise MixedColumnsError(differ[0], message)
     return {key: column_of([sample[key] for sample in samples]) for key in keys}
 
 

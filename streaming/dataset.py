@@ -304,7 +304,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
                 "(the same as your DataLoader's), or use StreamingDataLoader, which hands its "
                 "own to the dataset.", stacklevel=2)
             self.batch_size = 1
-        if self.replication:
+        if self.replication is not None and self.replication > 1:  # 1 replicates nothing
             log.warning("With replication, count samples in state_dict as the loader does "
                         "(divided by the replication factor).")
         return plan(self.config.order, self._table, self._resolution, world, epoch,

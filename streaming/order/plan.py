@@ -65,9 +65,10 @@ class OrderOptions:
         check_sampling_granularity(self.sampling_granularity)
         check_batching_method(self.batching_method)
         check_shuffle_seed(self.shuffle_seed)
-        if self.batch_size is not None and self.batch_size <= 0:
-            raise ValueError(
-                f"`batch_size` must be a positive integer, but got: {self.batch_size}.")
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral)
+                                 or size <= 0):  # a ValueError, as the reference's for '4'
+            raise ValueError(f"`batch_size` must be a positive integer, but got: {size!r}.")
         nodes = self.num_canonical_nodes
         if nodes is not None and (isinstance(nodes, bool) or not isinstance(
                 nodes, numbers.Integral) or nodes < 0):

@@ -140,3 +140,22 @@ def test_in_a_worker_a_batch_crosses_in_one_shared_buffer(monkeypatch: pytest.Mo
     assert len(storages) == 1 and ours["t"].is_shared()
     assert all(ours[k].storage_offset() * ours[k].element_size() % 64 == 0
                for k in ("id", "t", "f"))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_streams_of_different_columns_fail_as_a_key_error(tmp_path: Any, workers: int) -> None:
+    """A batch mixing two schemas: a `KeyError` naming the missing column, as the reference's
+    `default_collate` raises (also out of a worker), and a `ValueError`, with our text."""
+    from streaming import Stream
+
+    for name, column in (("a", "x"), ("b", "y")):
+        with MDSWriter(out=str(tmp_path / name), columns={"id": "int", column: "int"}) as out:
+            for i in range(20):
+                out.write({"id": i, column: i})
+    dataset = StreamingDataset(streams=[Stream(local=str(tmp_path / "a"), proportion=0.5),
+                                        Stream(local=str(tmp_path / "b"), proportion=0.5)],
+                               batch_size=8, shuffle=True)
+    with pytest.raises(KeyError, match="must be dicts of the same columns") as caught:
+        for _ in StreamingDataLoader(dataset, batch_size=8, num_workers=workers):
+            pass
+    assert isinstance(caught.value, ValueError)

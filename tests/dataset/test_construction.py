@@ -21,6 +21,8 @@ from streaming.errors import UnsafePathError
     ({"num_canonical_nodes": True}, "`num_canonical_nodes` must be a positive integer"),
     ({"replication": 0}, "Replication factor must be positive"),
     ({"replication": 1.5}, "Replication factor must be positive"),
+    ({"batch_size": "4"}, "`batch_size` must be a positive integer, but got: '4'."),
+    ({"batch_size": 2.0}, "`batch_size` must be a positive integer, but got: 2.0."),
 ])
 def test_bad_arguments(ints30, cache_dir, kwargs, message) -> None:
     base = {} if not kwargs else {"remote": ints30, "local": cache_dir()}
@@ -113,3 +115,15 @@ def test_a_stream_fetches_a_file_of_its_own_as_the_reference_hook_does(ints30, c
     (tmp_path / "lonely").mkdir()
     with pytest.raises(ValueError, match="path to remote dataset must be provided"):
         Stream(local=str(tmp_path / "lonely"))._download_file("captions.txt")
+
+
+@pytest.mark.parametrize("replication", [None, 1])
+def test_no_replication_warning_when_nothing_is_replicated(ints30, replication, caplog) -> None:
+    """As in the reference: `replication=1` replicates nothing, so nothing to warn about (a
+    world of one process cannot replicate more: it is not divisible by 2)."""
+    with caplog.at_level("WARNING", logger="streaming"):
+        for _ in range(2):
+            dataset = StreamingDataset(local=ints30, batch_size=2, replication=replication)
+            assert len(list(dataset)) == 30
+            dataset.close()
+    assert "With replication" not in caplog.text
