@@ -14,7 +14,6 @@ Pure: no I/O, no torch, no globals.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -29,6 +28,7 @@ from streaming.order.defaults import (
     check_sampling_granularity,
     check_sampling_method,
     check_shuffle_seed,
+    check_whole,
     resolve_num_canonical_nodes,
     resolve_shuffle_block_size,
 )
@@ -65,15 +65,14 @@ class OrderOptions:
         check_sampling_granularity(self.sampling_granularity)
         check_batching_method(self.batching_method)
         check_shuffle_seed(self.shuffle_seed)
-        size = self.batch_size
-        if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral)
-                                 or size <= 0):  # a ValueError, as the reference's for '4'
-            raise ValueError(f"`batch_size` must be a positive integer, but got: {size!r}.")
-        nodes = self.num_canonical_nodes
-        if nodes is not None and (isinstance(nodes, bool) or not isinstance(
-                nodes, numbers.Integral) or nodes < 0):
-            raise ValueError("`num_canonical_nodes` must be a positive integer, but got: "
-                             f"{self.num_canonical_nodes}.")
+        for name, value, least in (("batch_size", self.batch_size, 1),
+                                   ("num_canonical_nodes", self.num_canonical_nodes, 0)):
+            if value is None:
+                continue
+            message = f"`{name}` must be a positive integer, but got: {value!r}."
+            check_whole(value, message)
+            if value < least:
+                raise ValueError(message)
         object.__setattr__(self, "epoch_size", check_epoch_size(self.epoch_size))
 
     @property

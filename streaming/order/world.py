@@ -7,10 +7,11 @@ torch imported lazily); everything else is plain arithmetic so tests can sweep a
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from streaming.order.defaults import check_whole
 
 __all__ = ["World"]
 
@@ -113,9 +114,8 @@ class World:
         Raises:
             ValueError: `replication` is not positive or does not divide the number of ranks.
         """
-        if isinstance(replication, bool) or not isinstance(replication, numbers.Integral):
-            raise ValueError(f"Replication factor must be positive and a whole number of "
-                             f"ranks, got {replication!r}.")
+        check_whole(replication, "Replication factor must be positive and a whole number of "
+                                 f"ranks, got {replication!r}.")
         if replication <= 0:
             raise ValueError('Replication factor must be positive.')
         if self.num_ranks % replication:

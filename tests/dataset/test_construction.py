@@ -127,3 +127,13 @@ def test_no_replication_warning_when_nothing_is_replicated(ints30, replication, 
             assert len(list(dataset)) == 30
             dataset.close()
     assert "With replication" not in caplog.text
+
+
+@pytest.mark.parametrize("kwargs", [{"num_canonical_nodes": 2.0}, {"replication": 1.0},
+                                    {"batch_size": "4"}])
+def test_a_count_that_is_not_an_integer_is_a_type_error_too(ints30, kwargs) -> None:
+    """The reference fails on these with a `TypeError` (from `range(2.0)`); ours says which
+    argument, and is a `ValueError` as well."""
+    with pytest.raises(TypeError, match="must be a positive integer|whole number") as caught:
+        StreamingDataset(local=ints30, **{"batch_size": 2, **kwargs})
+    assert isinstance(caught.value, ValueError)
