@@ -20,6 +20,7 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout
     ├── DatasetClosedError (ValueError)      iterating a dataset after its close()
     ├── ReusedLocalError (ValueError)        "Reused local directory": another live dataset has it
+    ├── NotAnIntegerError (ValueError, TypeError) a count argument (batch_size...) not an integer
     ├── UnsupportedColumnError (TypeError, AssertionError) a writer's column it cannot write
     └── ReservedCharacterError (ValueError, AssertionError) a CSV/TSV field with the separator
 
@@ -116,6 +117,12 @@ class ReusedLocalError(StreamingError, ValueError):
 class DatasetClosedError(StreamingError, ValueError):
     """An epoch started on a dataset after its `close()` (as reading a closed file is a
     `ValueError`); random access and sizes still work."""
+
+
+class NotAnIntegerError(StreamingError, ValueError, TypeError):
+    """A count argument (`batch_size`, `num_canonical_nodes`, `replication`) that is not an
+    integer: a `TypeError`, as the reference's (it fails on `range(2.0)`), and a `ValueError`,
+    as for a count out of range."""
 
 
 class UnsupportedColumnError(StreamingError, TypeError, AssertionError):

@@ -12,8 +12,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from streaming.errors import NotAnIntegerError
+
 __all__ = [
-    "BATCHING_METHODS", "SAMPLING_METHODS", "NotAnIntegerError", "algorithm",
+    "BATCHING_METHODS", "SAMPLING_METHODS", "algorithm",
     "check_batching_method", "check_epoch_size", "check_whole",
     "check_sampling_granularity", "check_sampling_method", "check_shuffle_seed",
     "resolve_num_canonical_nodes", "resolve_predownload", "resolve_shuffle_block_size",
@@ -23,12 +25,6 @@ SAMPLING_METHODS = ('balanced', 'fixed')
 BATCHING_METHODS = ('random', 'stratified', 'per_stream', 'device_per_stream')
 
 _Algo = TypeVar("_Algo")
-
-
-class NotAnIntegerError(ValueError, TypeError):
-    """A count argument (`batch_size`, `num_canonical_nodes`, `replication`) that is not an
-    integer: a `TypeError`, as the reference's (it fails on `range(2.0)`), and a `ValueError`,
-    as for a count out of range."""
 
 
 def check_whole(value: Any, message: str) -> None:
