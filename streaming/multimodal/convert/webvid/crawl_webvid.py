@@ -4,7 +4,7 @@
 
 The CSVs (``results_{2M,10M}_{train,val}.csv``) are listed at
 https://m-bain.github.io/webvid-dataset/; download one first. Each row's `contentUrl` is
-fetched by a pool of processes (plain HTTP GET through urllib, no extra package); rows whose
+fetched by a pool of processes through our storage layer (its HTTP store); rows whose
 download fails are skipped. Samples keep the CSV's `videoid`, `name`, `page_idx`, `page_dir` and
 `contentUrl`, the `duration` in seconds (from ``PT00H00M15S``), and the video bytes as `content`,
 which `StreamingInsideWebVid` reads. Samples are written as downloads finish, so their order
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import re
-import urllib.request
 from argparse import ArgumentParser, Namespace
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
@@ -23,6 +22,7 @@ from multiprocessing import Pool
 from typing import Any, TypeVar
 
 from streaming.format.mds.writer import MDSWriter
+from streaming.storage import open_store
 
 __all__ = ["COLUMNS", "crawl", "download", "each_todo", "head", "main", "parse_args",
            "parse_duration"]
@@ -31,7 +31,6 @@ T = TypeVar("T")
 COLUMNS = {"videoid": "str", "name": "str", "page_idx": "str", "page_dir": "str",
            "duration": "int", "contentUrl": "str", "content": "bytes"}
 _DURATION = re.compile(r"^PT(\d{2})H(\d{2})M(\d{2})S$")
-_TIMEOUT = 60.0  # seconds without a byte before a download counts as failed
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Namespace:
@@ -84,11 +83,10 @@ def parse_duration(text: str) -> int:
 def download(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The row with `duration` parsed and the video's bytes as `content`, or None when the
     download fails (any error, or an HTTP status other than 200)."""
-    try:
-        with urllib.request.urlopen(obj["contentUrl"], timeout=_TIMEOUT) as response:
-            if getattr(response, "status", 200) != 200:
-                return None
-            content = response.read()
+    url = obj["contentUrl"]
+    base, _, name = url.rpartition("/")
+    try:  # our storage layer: its HTTP client, timeouts and retries
+        content = open_store(base).get(name)
     except Exception:  # noqa: BLE001 - a failed download only skips its row
         return None
     return {**obj, "duration": parse_duration(obj["duration"]), "content": content}
