@@ -6,6 +6,7 @@ Without click, `main` prints the install command instead of failing with a trace
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,10 +18,26 @@ INSTALL_HINT = "pip install 'shardstream[cli]'"
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line (console entry point ``streaming``, also ``python -m streaming``)."""
     try:
-        import click  # noqa: F401 - only checking that the extra is installed
+        import click
     except ImportError:
         print(f"The streaming command line needs click: {INSTALL_HINT}", file=sys.stderr)
         sys.exit(1)
     from streaming.cli.app import cli
 
-    cli.main(args=list(argv) if argv is not None else None, prog_name="streaming")
+    # click's standalone mode, but with 130 for Ctrl-C (it exits 1, our code for bad data).
+    try:
+        code = cli.main(args=list(argv) if argv is not None else None, prog_name="streaming",
+                        standalone_mode=False)
+    except click.exceptions.Abort:  # click turns KeyboardInterrupt into Abort
+        click.echo("Aborted!", err=True)
+        sys.exit(_INTERRUPTED)
+    except click.ClickException as err:  # usage errors: 2
+        err.show()
+        sys.exit(err.exit_code)
+    except BrokenPipeError:  # `streaming head ds | head -1`: the reader left, nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+_INTERRUPTED = 130  # the shell's code for a command ended by SIGINT (128 + 2); 1 is bad data

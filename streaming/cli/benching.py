@@ -8,14 +8,12 @@ raw shard bytes over the wall time of the whole run.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from streaming.cli.pools import worker_pool
 from streaming.cli.source import DatasetSource, open_source
 
 __all__ = ["bench_read"]
@@ -65,8 +63,7 @@ def bench_read(dataset: str, split: str | None, workers: int, limit: int | None,
     if workers == 1:
         results = [_read_shards(source, shards, per_worker_limit)]
     else:
-        method = "fork" if sys.platform == "linux" else "spawn"
-        with ProcessPoolExecutor(workers, multiprocessing.get_context(method)) as pool:
+        with worker_pool(workers) as pool:
             futures = [pool.submit(_read_shards, source, shards[i::workers],
                                    per_worker_limit) for i in range(workers)]
             results = [f.result() for f in futures]

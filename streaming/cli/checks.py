@@ -8,17 +8,16 @@ temporary directory per shard. `read_files_raw` is the baseline the benchmark co
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from streaming.cli.mds_check import check_mds_samples
+from streaming.cli.pools import worker_pool
 from streaming.cli.source import DatasetSource, open_source
 from streaming.defaults import IO_CHUNK_BYTES
 from streaming.format import reader_from_json
@@ -274,17 +273,12 @@ def check_shard(location: str, position: int, obj: dict[str, Any],
     return result
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    method = "fork" if sys.platform == "linux" else "spawn"
-    return ProcessPoolExecutor(workers, multiprocessing.get_context(method))
-
-
 def _run(jobs: list[tuple[Any, ...]], fn: Callable[..., Any], workers: int) -> Iterable[Any]:
     """Results of ``fn(*job)`` in completion order, in-process when one worker suffices."""
     if workers <= 1 or len(jobs) <= 1:
         yield from (fn(*job) for job in jobs)
         return
-    with _pool(min(workers, len(jobs))) as pool:
+    with worker_pool(min(workers, len(jobs))) as pool:
         futures = [pool.submit(fn, *job) for job in jobs]
         for future in as_completed(futures):
             yield future.result()

@@ -182,7 +182,9 @@ def validate_command(dataset: str, split: str | None, workers: int | None, progr
     from streaming.progress import make_progress
 
     source, raw = _load(dataset, split)
-    total = sum(int(obj.get("samples", 0)) for obj in raw)
+    # Only the bar's length: a malformed count is reported by the check itself, per shard.
+    total = sum(obj["samples"] for obj in raw
+                if isinstance(obj, dict) and type(obj.get("samples")) is int)
     with make_progress(progress and not as_json, total, desc="validate") as bar:
         report = validate_dataset(dataset, split, workers, bar, allow_unsafe_types)
     emit(report.to_json(), as_json, lambda _: _render_validation(report))

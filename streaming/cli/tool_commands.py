@@ -7,6 +7,7 @@ then start without loading torch, Spark, Arrow or the storage SDKs they do not u
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
@@ -103,9 +104,14 @@ def doctor_command(dataset: str, local: str | None, split: str | None, workers: 
 def clean_command(as_json: bool) -> None:
     """Remove shared memory, lock and temp files left on this machine by dead streaming jobs
     of this user (live jobs are never touched), and list what was removed."""
-    from streaming.coord.cleanup import clean_stale_shared_memory
+    from streaming.coord import cleanup
 
-    removed = sorted(clean_stale_shared_memory())
+    quiet = logging.getLogger(cleanup.__name__)  # its warning repeats the list printed here
+    level, quiet.level = quiet.level, logging.ERROR
+    try:
+        removed = sorted(cleanup.clean_stale_shared_memory())
+    finally:
+        quiet.setLevel(level)
     emit({"removed": removed}, as_json, lambda d: (
         f"Removed {len(removed)} stale object(s):\n" + "\n".join(f"  {r}" for r in removed)
         if removed else "Nothing stale to remove."))

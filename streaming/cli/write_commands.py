@@ -27,7 +27,20 @@ def _parse_columns(ctx: click.Context, param: click.Parameter,
         if not sep or not name or not encoding:
             raise click.BadParameter(f"expected NAME=ENCODING, got {value!r}", ctx, param)
         columns[name] = encoding
+    if columns:
+        from streaming.format.encodings import is_mds_encoding
+
+        unknown = [f"{name}={enc}" for name, enc in columns.items() if not is_mds_encoding(enc)]
+        if unknown:
+            raise click.BadParameter(f"unknown MDS encoding(s): {', '.join(unknown)} (e.g. int, "
+                                     "str, bytes, json, ndarray:uint16:1024).", ctx, param)
     return columns
+
+
+def _shard_bytes(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
+    if value is None or value <= 0:
+        raise click.BadParameter("a shard needs a positive size, such as 64mb", ctx, param)
+    return value
 
 
 def _split_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
@@ -99,7 +112,8 @@ def _render_convert(data: dict[str, Any]) -> str:
               help="Shard size limit (none: one shard).")
 @click.option("--local", default=None, help="Local working directory when OUT is remote.")
 @click.option("--keep-local", is_flag=True, help="Keep local files after uploading.")
-@click.option("--exist-ok", is_flag=True, help="Clear a non-empty local output directory.")
+@click.option("--exist-ok", is_flag=True, help="Clear a non-empty local output directory, "
+              "or replace a dataset at a remote OUT.")
 @click.option("--image-column", default="x", show_default=True, help="Image folders: column.")
 @click.option("--label-column", default="y", show_default=True, help="Image folders: column.")
 @click.option("--image-encoding", type=click.Choice(["jpeg", "png", "bytes"]), default=None,
@@ -134,7 +148,8 @@ def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str,
     except TypeError as err:
         raise click.UsageError(str(err)) from err
     except (ConversionError, StreamingError, OSError, ImportError) as err:
-        fail(reason(err))
+        hint = " (--exist-ok clears it)" if str(err).startswith("Directory is not empty") else ""
+        fail(reason(err) + hint)
     results = result if isinstance(result, dict) else {"": result}
     data = {split: {"local": r.local, "remote": r.remote, "samples": r.samples,
                     "partitions": r.partitions, **r.details} for split, r in results.items()}
@@ -200,12 +215,13 @@ def merge_index_command(root: str, remote: str | None, drop_local: bool, strict:
                    "write to, such as a Hugging Face dataset: give the stream's local cache).")
 @click.option("--split", default=None,
               help="Only the files of this split, in a Hugging Face Hub layout.")
-@click.option("--shard-size", "shard_size", default="64mb", show_default=True,
-              help="Target compressed bytes per shard (whole row groups).")
-@click.option("--workers", default=32, show_default=True, help="Footers read at once.")
+@click.option("--shard-size", "shard_size", type=BYTE_COUNT, default="64mb", show_default=True,
+              callback=_shard_bytes, help="Target compressed bytes per shard (whole row groups).")
+@click.option("--workers", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Footers read at once.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
 @json_option
-def index_command(folder: str, out: str | None, split: str | None, shard_size: str,
+def index_command(folder: str, out: str | None, split: str | None, shard_size: int,
                   workers: int, progress: bool, as_json: bool) -> None:
     """Index the Parquet files under FOLDER (a path or URL) to stream them in place.
 

@@ -50,7 +50,7 @@ def detect_format(src: Any) -> str:
             return kinds.pop()
         if kinds:
             raise ConversionError(f"{root} holds several formats ({', '.join(sorted(kinds))}); "
-                                  "choose one with format=...")
+                                  "choose one with format=... (`--format` on the command line)")
         if _has_images(root):
             return "imagefolder"
         raise ConversionError(f"Cannot tell the format of {root}: no Parquet, CSV, TSV, "
@@ -59,7 +59,7 @@ def detect_format(src: Any) -> str:
     if len(per_file) == 1 and None not in per_file:
         return str(per_file.pop())
     raise ConversionError(f"Cannot tell the format of {src!r} from its extension; choose one "
-                          f"of {', '.join(FORMATS)}.")
+                          f"of {', '.join(FORMATS)} with format=... (`--format`).")
 
 
 def _has_images(root: str) -> bool:

@@ -9,6 +9,7 @@ a single task); a failed task leaves no index behind, so a later `merge_index` s
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import shutil
@@ -35,6 +36,8 @@ Report = Callable[[int], None]
 WriteTask = Callable[[Any, Any, Report], None]
 """``write(task, writer, report)``: write one task's samples into an `MDSWriter`, calling
 ``report(n)`` now and then with the number of samples just written."""
+
+logger = logging.getLogger(__name__)
 
 _REPORT_EVERY = 1024
 _queue: Any = None  # the pool's progress queue, set in each worker by `_init_worker`
@@ -188,24 +191,46 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
         raise ConversionError("Nothing to convert: no input tasks.")
     _refuse_inputs_inside(out, inputs, exist_ok)
     local, remote, temporary = _resolve_out(out, exist_ok)
+    try:
+        result = _write_and_merge(tasks, write, local, remote, columns, num_workers, progress,
+                                  total, mp_context, keep_local, exist_ok, writer_kwargs)
+    except BaseException:
+        if temporary:  # a scratch folder of this call: nothing in it is the user's
+            shutil.rmtree(local, ignore_errors=True)
+        raise
+    if remote and (temporary or not keep_local):
+        result.local = None
+        shutil.rmtree(local, ignore_errors=True)
+    return result
+
+
+def _write_and_merge(tasks: Sequence[Any], write: WriteTask, local: str, remote: str | None,
+                     columns: Mapping[str, str], num_workers: int | None,
+                     progress: bool | Progress, total: int | None, mp_context: str | None,
+                     keep_local: bool, exist_ok: bool,
+                     writer_kwargs: Mapping[str, Any]) -> ParallelResult:
     replacing = remote is not None and existing_index(None, remote) is not None
     if replacing and not exist_ok:
         raise FileExistsError(
             f"{remote} already holds a dataset (an {get_index_basename()}). Pass exist_ok=True "
-            "to replace it (the old one stays readable until the new index is written), or "
-            "choose another output.")
+            "(`--exist-ok`) to replace it (the old one stays readable until the new index is "
+            "written), or choose another output.")
     flat = len(tasks) == 1 and not replacing
     prefix = f"{uuid.uuid4().hex[:8]}-" if replacing else ""
     names = [""] if flat else [f"{prefix}part-{i:05d}" for i in range(len(tasks))]
     kwargs = dict(writer_kwargs, keep_local=keep_local or remote is None)
     jobs = [(task, _sub_out(local, remote, name)) for task, name in zip(tasks, names)]
     workers = min(num_workers if num_workers is not None else os.cpu_count() or 1, len(tasks))
-    with make_progress(progress, total) as bar:
-        if workers <= 1:
-            counts = [_run_inline(i, write, task, sub, columns, kwargs, bar)
-                      for i, (task, sub) in enumerate(jobs)]
-        else:
-            counts = _run_pool(jobs, write, columns, kwargs, workers, mp_context, bar)
+    try:
+        with make_progress(progress, total) as bar:
+            if workers <= 1:
+                counts = [_run_inline(i, write, task, sub, columns, kwargs, bar)
+                          for i, (task, sub) in enumerate(jobs)]
+            else:
+                counts = _run_pool(jobs, write, columns, kwargs, workers, mp_context, bar)
+    except BaseException:
+        _remove_parts(local, remote, names)
+        raise
     result = ParallelResult(local, remote, [] if flat else names, sum(counts))
     if not flat:
         result.merge = merge_partitions(
@@ -213,10 +238,20 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
             (local, remote) if remote else local, keep_local=keep_local or remote is None)
     elif remote and not keep_local:
         shutil.rmtree(local, ignore_errors=True)
-    if remote and (temporary or not keep_local):
-        result.local = None
-        shutil.rmtree(local, ignore_errors=True)
     return result
+
+
+def _remove_parts(local: str, remote: str | None, names: list[str]) -> None:
+    """After a failed or interrupted run: delete the sub-datasets that did finish. Each has an
+    index of its own, so `merge_index` (or `streaming merge-index`) would otherwise publish
+    them as the whole dataset. A remote's copies stay (the storage layer does not delete)."""
+    finished = [name for name in names if name and os.path.isdir(os.path.join(local, name))]
+    for name in finished:
+        shutil.rmtree(os.path.join(local, name), ignore_errors=True)
+    if remote and names != [""]:
+        logger.warning("The conversion to %s failed: the sub-datasets its tasks uploaded "
+                       "(%s/%s...) are not a dataset; do not merge them.", remote,
+                       remote.rstrip("/"), names[0].rsplit("-", 1)[0])
 
 
 def _run_inline(index: int, write: WriteTask, task: Any, out: Any, columns: Mapping[str, str],

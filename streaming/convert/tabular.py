@@ -138,21 +138,36 @@ def _first_batch(path: str, kind: str) -> Any:
     raise ConversionError(f"{path} holds no rows to infer column types from.")
 
 
-def _parquet_schemas(paths: list[str], names: Sequence[str] | None) -> Any:
+def _parquet_footer(path: str) -> Any:
+    """The footer of one Parquet file (`pyarrow.parquet.FileMetaData`), read once.
+
+    Raises:
+        ConversionError: the file is not Parquet or its footer is damaged; names the file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with pq.ParquetFile(path) as file:
+            return file.metadata
+    except (pa.ArrowException, OSError) as err:
+        raise ConversionError(f"{path} is not a Parquet file (or its footer is corrupt): "
+                              f"{err}") from err
+
+
+def _parquet_schemas(paths: list[str], metas: list[Any], names: Sequence[str] | None) -> Any:
     """The common schema of the Parquet files, checked column by column.
 
     Raises:
         ConversionError: a file lacks a column or stores it with another type; names both files.
     """
-    import pyarrow.parquet as pq
-
-    first = pq.read_schema(paths[0])
+    first = metas[0].schema.to_arrow_schema()
     wanted = list(names) if names is not None else first.names
     unknown = [name for name in wanted if name not in first.names]
     if unknown:
         raise ConversionError(f"Column(s) {unknown} are not in {paths[0]}: {first.names}.")
-    for path in paths[1:]:
-        schema = pq.read_schema(path)
+    for path, meta in zip(paths[1:], metas[1:]):
+        schema = meta.schema.to_arrow_schema()
         for name in wanted:
             if name not in schema.names:
                 raise ConversionError(f"Parquet schemas differ: {path} has no column {name!r}, "
@@ -168,12 +183,9 @@ def _parquet_schemas(paths: list[str], names: Sequence[str] | None) -> Any:
     return first
 
 
-def _parquet_tasks(paths: list[str], columns: dict[str, str], workers: int) -> tuple[list[_Task],
-                                                                                    int]:
+def _parquet_tasks(paths: list[str], metas: list[Any], columns: dict[str, str],
+                   workers: int) -> tuple[list[_Task], int]:
     """Split files into row-group ranges so that there are about 4 tasks per worker."""
-    import pyarrow.parquet as pq
-
-    metas = [pq.ParquetFile(p).metadata for p in paths]
     total = sum(m.num_rows for m in metas)
     target = max(1, total // max(1, 4 * workers))
     cols = tuple(columns.items())
@@ -200,12 +212,14 @@ def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str
     workers = num_workers if num_workers is not None else os.cpu_count() or 1
     total = None
     if kind == "parquet":
-        schema = _parquet_schemas(paths, include)
         import pyarrow.parquet as pq
 
-        sample = next(pq.ParquetFile(paths[0]).iter_batches(1024, columns=schema.names), None)
+        metas = [_parquet_footer(path) for path in paths]
+        schema = _parquet_schemas(paths, metas, include)
+        with pq.ParquetFile(paths[0], metadata=metas[0]) as file:
+            sample = next(file.iter_batches(1024, columns=schema.names), None)
         plan = infer_columns(schema, columns, include, sample)
-        tasks, total = _parquet_tasks(paths, plan, workers)
+        tasks, total = _parquet_tasks(paths, metas, plan, workers)
     else:
         sample = _first_batch(paths[0], kind)
         plan = infer_columns(sample.schema, columns, include, sample)

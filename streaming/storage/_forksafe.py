@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -106,14 +107,20 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
         requests = sys.stdin.buffer
         replies = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)
+        # Ctrl-C signals the whole process group: the parent handles it, and its exit (the
+        # pipe closing) is what ends this helper, without a traceback of its own.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             store, name, args, kwargs = pickle.load(requests)
-        except EOFError:
+        except (EOFError, pickle.UnpicklingError, OSError):  # closed, or cut by its death
             return
         try:
             reply: tuple[bool, Any] = (True, getattr(store, name)(*args, **kwargs))
         except Exception as err:  # noqa: BLE001 (sent back to the caller, raised there)
             reply = (False, _portable(err))
-        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.flush()
+        try:
+            pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+            replies.flush()
+        except BrokenPipeError:  # the parent is gone: nobody waits for the answer
+            return

@@ -110,6 +110,7 @@ def test_clean_reports_what_it_removed(cli: Callable, tmp_path: Any) -> None:
     assert run.code == 0 and os.path.realpath(leftover) in [os.path.realpath(p) for p in
                                                            run.json()["removed"]]
     assert not os.path.exists(leftover)
+    assert run.err == ""  # the list is the output; no log line repeats it
     again = cli("clean", "--json").json()["removed"]
     assert os.path.realpath(leftover) not in [os.path.realpath(p) for p in again]
 

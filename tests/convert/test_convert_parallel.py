@@ -40,11 +40,34 @@ def test_a_failed_task_publishes_nothing(tmp_path: Any) -> None:
         write_parallel([0, 1, 2], failing, out, columns=COLUMNS, num_workers=0)
     assert not os.path.exists(f"{out}/index.json")
     assert not os.path.exists(f"{out}/part-00001")  # its partial shards are gone too
-    with pytest.raises(FileExistsError, match="Directory is not empty"):
-        write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0)
-    result = write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0,
-                            exist_ok=True)
+    # and so is task 0's finished sub-dataset: merged, it would pass for the whole dataset
+    assert os.listdir(out) == []
+    result = write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0)
     assert result.samples == 20 and len(read_back(out)) == 20
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_failed_run_leaves_no_sub_dataset_to_merge(tmp_path: Any, workers: int) -> None:
+    out = str(tmp_path / "out")
+    with pytest.raises(ConversionError, match="boom in task 1"):  # the last task fails
+        write_parallel([0, 2, 3, 1], failing, out, columns=COLUMNS, num_workers=workers)
+    assert os.listdir(out) == []  # tasks 0, 2 and 3 finished; `merge_index` finds nothing
+
+
+def test_a_refused_or_failed_remote_run_leaves_no_scratch_folder(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    remote = f"file://{tmp_path}/remote"
+    with pytest.raises(ConversionError, match="boom in task 1"):
+        write_parallel([0, 1], failing, f"{remote}/a", columns=COLUMNS, num_workers=0)
+    write_parallel([0], numbered, f"{remote}/b", columns=COLUMNS, num_workers=0)
+    with pytest.raises(FileExistsError, match="already holds a dataset"):
+        write_parallel([1], numbered, f"{remote}/b", columns=COLUMNS, num_workers=0)
+    assert os.listdir(scratch) == []
 
 
 def _remote_ids(remote: str, cache: str) -> list[int]:

@@ -1,0 +1,44 @@
+"""Commands given malformed input: one line naming what is wrong, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+
+def _one_error(run: Any, *needles: str) -> None:
+    assert run.code == 1, (run.code, run.err)
+    assert "Traceback" not in run.err, run.err
+    lines = run.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), run.err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("samples", ["abc", None, "1e3", [1]])
+def test_validate_reports_a_malformed_sample_count_as_that_shards_problem(
+        cli: Callable, dataset: str, samples: Any) -> None:
+    index = json.load(open(f"{dataset}/index.json"))
+    index["shards"][1]["samples"] = samples
+    json.dump(index, open(f"{dataset}/index.json", "w"))
+    run = cli("validate", dataset, "--no-progress")
+    assert run.code == 1 and "Traceback" not in run.err, run.err
+    assert "shard.00001.mds: IndexFormatError" in run.out and "malformed" in run.out, run.out
+
+
+def test_convert_names_a_parquet_file_that_is_not_parquet(cli: Callable, tmp_path: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": [1, 2, 3]}), folder / "good.parquet")
+    (folder / "bad.parquet").write_bytes((folder / "good.parquet").read_bytes()[:-10])
+    _one_error(cli("convert", "--no-progress", str(folder), str(tmp_path / "out")),
+               "bad.parquet is not a Parquet file")
+    (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
+    _one_error(cli("convert", "--no-progress", "--format", "parquet", str(tmp_path / "a.jsonl"),
+                   str(tmp_path / "out2")), "a.jsonl is not a Parquet file")
