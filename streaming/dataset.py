@@ -282,7 +282,9 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
                 `check_state_dict`), or too large to share.
         """
         page = encode_checkpoint(obj)  # the reference's size error comes first
-        check_state_dict(obj, self.epoch_size, self._parallel_world.num_ranks)
+        world = self._parallel_world
+        check_state_dict(obj, self.epoch_size, world.num_ranks, world.num_nodes,
+                         self.batching_method)
         self._resume_page.numpy()[:] = page
 
     # ------------------------------------------------------------------------- iteration

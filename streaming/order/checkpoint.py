@@ -57,16 +57,20 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def check_state_dict(obj: Any, epoch_size: int, num_ranks: int) -> None:
+def check_state_dict(obj: Any, epoch_size: int, num_ranks: int, num_nodes: int = 1,
+                     batching_method: str = "random") -> None:
     """Refuse a state dict this dataset cannot resume from, naming the key and its value.
 
     Checked: it is a dict with the four keys every checkpoint has (`initial_physical_nodes` may
     be missing, as in old checkpoints), each an integer (`num_canonical_nodes` and
     `initial_physical_nodes` may also be None or positive), `shuffle_seed` non-negative, and
-    `0 <= sample_in_epoch <=` the furthest an epoch of `epoch_size` samples can be resumed from
-    on `num_ranks` ranks (`resume_limit`; beyond it the checkpoint belongs to another dataset or
-    epoch size, and resuming would skip the whole epoch). `epoch` may be -1 (a checkpoint taken
-    before the first epoch).
+    `sample_in_epoch >= 0`. With `random` batching, whose partition skips the samples consumed,
+    also `sample_in_epoch <=` the padded epoch of `epoch_size` samples on `num_nodes` nodes of
+    `num_ranks` ranks in all (`resume_limit`; beyond it the checkpoint belongs to another
+    dataset or epoch size). The other batching methods skip whole global batches, and a count
+    past the end (a checkpoint taken at the end of an epoch, with its padding) leaves the rest
+    of the epoch empty, as in the reference. `epoch` may be -1 (a checkpoint taken before the
+    first epoch).
 
     Raises:
         ValueError: the first problem found.
@@ -91,7 +95,9 @@ def check_state_dict(obj: Any, epoch_size: int, num_ranks: int) -> None:
     sample = obj["sample_in_epoch"]
     if sample < 0:
         raise ValueError(f"State dict key 'sample_in_epoch' must be non-negative, got {sample!r}")
-    limit = resume_limit(epoch_size, num_ranks)
+    if batching_method != "random":
+        return
+    limit = resume_limit(epoch_size, num_ranks, obj["num_canonical_nodes"], num_nodes)
     if sample > limit:
         raise ValueError(
             f"State dict key 'sample_in_epoch' is {sample!r}, beyond this dataset's epoch (at most "

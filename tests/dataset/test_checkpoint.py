@@ -68,3 +68,32 @@ def test_missing_batch_size_means_one_with_a_warning(ints30, cache_dir) -> None:
         assert got == [s["v"] for s in ds]
 
 
+
+
+@pytest.mark.parametrize("batching", ["random", "stratified", "per_stream", "device_per_stream"])
+def test_a_checkpoint_taken_at_the_end_of_an_epoch_resumes(ints30, cache_dir, batching) -> None:
+    """30 samples on 4 canonical nodes make a padded epoch of 32: the checkpoint after it counts
+    32. The reference refuses it with `random` batching (its bound ignores the canonical
+    padding); every method resumes it here to an empty rest of epoch, then a whole epoch."""
+    from streaming import StreamingDataLoader
+
+    kwargs = dict(remote=ints30, batch_size=4, num_canonical_nodes=4, shuffle=True,
+                  batching_method=batching)
+    with StreamingDataset(local=cache_dir(), **kwargs) as ds:
+        loader = StreamingDataLoader(ds, batch_size=4)
+        first = sum(len(batch["v"]) for batch in loader)
+        state = loader.state_dict()
+    assert state["sample_in_epoch"] == first > 30
+    with StreamingDataset(local=cache_dir(), **kwargs) as ds:
+        loader = StreamingDataLoader(ds, batch_size=4)
+        loader.load_state_dict(state)
+        assert sum(len(batch["v"]) for batch in loader) == 0
+        assert sum(len(batch["v"]) for batch in loader) == first
+
+
+def test_a_checkpoint_beyond_the_padded_epoch_is_refused(ints30, cache_dir) -> None:
+    with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4,
+                          num_canonical_nodes=4) as ds:
+        with pytest.raises(ValueError, match="'sample_in_epoch' is 33, beyond"):
+            ds.load_state_dict({"epoch": 0, "sample_in_epoch": 33, "num_canonical_nodes": 4,
+                                "shuffle_seed": 9176, "initial_physical_nodes": 1})

@@ -172,3 +172,31 @@ def test_sampling_sums_to_choose(sizes: list[int], data: st.DataObject, granular
     assert counts.sum() == choose
     whole = choose // shard_sizes.sum()
     assert np.all(counts >= whole * shard_sizes) and np.all(counts <= (whole + 1) * shard_sizes)
+
+
+@SETTINGS
+@given(samples=st.integers(1, 400), ncn=st.sampled_from([1, 2, 3, 4, 8]),
+       nodes=st.sampled_from([1, 2, 4, 8]), ranks=st.integers(1, 5), workers=st.integers(1, 3),
+       batch=st.integers(1, 4))
+def test_resume_limit_is_the_padded_epoch(samples: int, ncn: int, nodes: int, ranks: int,
+                                          workers: int, batch: int) -> None:
+    """A checkpoint at the very end of an epoch (every padded sample counted) is within the
+    limit, and resuming from the limit leaves nothing of the epoch."""
+    from streaming.order.partition import get_partitions, resume_limit
+
+    if max(ncn, nodes) % min(ncn, nodes):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        try:
+            whole = get_partitions('orig', samples, ncn, nodes, ranks, workers, batch)
+        except ValueError:  # the reference's own geometry errors (too few samples to stripe)
+            return
+        limit = resume_limit(samples, nodes * ranks, ncn, nodes)
+        assert int((whole != -1).sum()) <= limit
+    plain = resume_limit(samples, nodes * ranks)
+    assert limit >= plain  # never below the reference's bound
+    if limit - limit % nodes <= plain:  # where the reference's partition accepts the position
+        rest = get_partitions('orig', samples, ncn, nodes, ranks, workers, batch,
+                              limit - limit % nodes)
+        assert not (rest != -1).any()

@@ -44,18 +44,34 @@ def _check_not_negative(values: tuple[int, ...]) -> None:
             raise ValueError(f'`{name}` must be non-negative, but got: {value}.')
 
 
-def resume_limit(num_samples: int, num_ranks: int) -> int:
+def resume_limit(num_samples: int, num_ranks: int, num_canonical_nodes: int | None = None,
+                 num_physical_nodes: int = 1) -> int:
     """The furthest position of an epoch a run on `num_ranks` ranks can resume from.
 
-    An epoch is padded with repeated samples up to the next multiple of the number of ranks
-    (a whole extra round when it already is one, as in the reference), so a checkpoint can count
-    a few samples more than the epoch has.
+    An epoch is padded with repeated samples twice: each canonical node's range to the same
+    length, then each physical node's sequence to a multiple of its ranks (a whole extra round
+    when it already is one, as in the reference). A checkpoint taken at the very end of an epoch
+    counts every padded sample. The reference bounds only the second padding, so it refuses to
+    resume such a checkpoint when `num_canonical_nodes` does not divide the epoch (4,032 samples
+    consumed of 4,030 on 4 canonical nodes). Given the node counts, this bound is the padded
+    epoch itself: the dataset's planner (`plan_random`) resumes up to it, to an empty rest of
+    the epoch, while `partition` keeps the reference's bound and error.
     """
-    return num_samples + num_ranks - (num_samples % num_ranks)
+    limit = num_samples + num_ranks - (num_samples % num_ranks)
+    if num_canonical_nodes and num_physical_nodes and num_samples:
+        c, p = num_canonical_nodes, num_physical_nodes
+        per_canonical = -(-num_samples // c)
+        if c < p:  # a canonical node's range is split over p // c physical nodes
+            per_canonical += -per_canonical % (p // c)
+        node = c * per_canonical // p
+        node += -node % max(num_ranks // p, 1)
+        limit = max(limit, node * p)
+    return limit
 
 
 def _check_resumable(num_samples: int, num_physical_nodes: int, ranks_per_node: int,
                      drop_first: int) -> None:
+    """The reference's bound (its golden vectors raise here): the rank padding only."""
     if resume_limit(num_samples, ranks_per_node * num_physical_nodes) < drop_first:
         raise ValueError(f'Resuming further into the dataset ({drop_first}) than it has samples '
                          f'({num_samples})')
