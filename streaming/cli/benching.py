@@ -70,7 +70,7 @@ def bench_read(dataset: str, split: str | None, workers: int, limit: int | None,
     seconds = time.perf_counter() - start
     samples = sum(r[0] for r in results)
     size = sum(r[1] for r in results)
-    return {"dataset": source.location, "workers": workers, "samples": samples, "bytes": size,
+    return {"dataset": source.shown, "workers": workers, "samples": samples, "bytes": size,
             "seconds": seconds, "samples_per_s": samples / max(seconds, 1e-9),
             "bytes_per_s": size / max(seconds, 1e-9), "first_sample_ms": first_ms,
             "cpu_count": os.cpu_count()}

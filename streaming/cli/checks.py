@@ -298,7 +298,7 @@ def validate_dataset(dataset: str, split: str | None = None, workers: int | None
             the report lists them as undecoded).
     """
     source = open_source(dataset, split)
-    report = ValidationReport(source.location)
+    report = ValidationReport(source.shown)
     start = time.perf_counter()
     try:
         shards = source.read_index()

@@ -83,11 +83,11 @@ def _stream_shard_sizes(datasets: tuple[str, ...], split: str | None,
 
     streams = []
     for dataset in datasets:
+        source = open_source(dataset, split)
         try:
-            streams.append([int(obj["samples"]) for obj in
-                            open_source(dataset, split).read_index()])
+            streams.append([int(obj["samples"]) for obj in source.read_index()])
         except (OSError, ValueError, KeyError) as err:
-            fail(f"cannot read the index of {dataset}: {err}")
+            fail(f"cannot read the index of {source.shown}: {err}")
     return streams + [_parse_sizes(value) for value in sizes]
 
 

@@ -39,10 +39,10 @@ def _load(dataset: str, split: str | None,
     try:
         return source, source.read_index()
     except FileNotFoundError as err:
-        fail(f"no index.json at {source.location} ({err})")
+        fail(f"no index.json at {source.shown} ({err})")
     except (StreamingError, OSError, ValueError, ImportError) as err:
         # OSError: a server that cannot be reached or stalls, an index.json that is a folder.
-        fail(f"cannot read the index of {source.location}: {reason(err)}")
+        fail(f"cannot read the index of {source.shown}: {reason(err)}")
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -113,9 +113,9 @@ def inspect_command(dataset: str, split: str | None, show_shards: bool, as_json:
     columns and encodings, compression, sizes, hashes."""
     source, raw = _load(dataset, split)
     try:
-        info = describe(source.location, raw)
+        info = describe(source.shown, raw)
     except ValueError as err:
-        fail(f"malformed index at {source.location}: {err}")
+        fail(f"malformed index at {source.shown}: {err}")
     emit(info, as_json, lambda data: _render_inspect(data, show_shards))
 
 
@@ -145,7 +145,7 @@ def head_command(dataset: str, count: int, split: str | None, allow_unsafe_types
                 fail(f"cannot read shard {obj.get('raw_data', {}).get('basename')}: "
                      f"{reason(err)}")
     if as_json:
-        emit({"dataset": source.location, "samples": samples}, True, str)
+        emit({"dataset": source.shown, "samples": samples}, True, str)
     else:
         for sample in samples:
             click.echo(to_json(sample))

@@ -27,7 +27,7 @@ from streaming.format.index import (
 )
 from streaming.format.read_options import ReadOptions
 from streaming.storage import fetch, open_store
-from streaming.storage.urls import scheme_of
+from streaming.storage.urls import redact, scheme_of
 
 __all__ = ["DatasetSource", "open_source"]
 
@@ -38,6 +38,11 @@ class DatasetSource:
 
     location: str  # the dataset directory (split included): a local path or a URL
     allow_unsafe_types: bool = False  # whether readers may decode `pkl` columns
+
+    @property
+    def shown(self) -> str:
+        """The location as messages and reports show it: without a password in the URL."""
+        return redact(self.location)
 
     @property
     def remote(self) -> bool:

@@ -4,6 +4,10 @@ Application Default Credentials, or anonymous requests against `STORAGE_EMULATOR
 (fake-gcs-server). Which GCS store serves a URL is decided in `streaming.storage.gcs_obstore`
 (`open_gcs_store`): HMAC keys go through the S3-compatible API, and without this extra installed
 reads go through obstore's native GCS store.
+
+Every call passes ``retry=None``: the transfer layer already retries with its own backoff and
+deadline, and google's retry inside each of those attempts made a refused connection wait out
+the whole timeout, twice, and end in a bare "took longer than" error.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ class GCSStore(Store):
 
     def get(self, path: str) -> bytes:
         with self._errors(path):
-            return self._blob(path).download_as_bytes(timeout=self.timeout)
+            return self._blob(path).download_as_bytes(timeout=self.timeout, retry=None)
 
     def get_range(self, path: str, start: int, end: int) -> bytes:
         if end <= start:
@@ -94,13 +98,13 @@ class GCSStore(Store):
         with self._errors(path):  # the client's `end` is inclusive
             try:
                 return self._blob(path).download_as_bytes(start=start, end=end - 1,
-                                                          timeout=self.timeout)
+                                                          timeout=self.timeout, retry=None)
             except gexc.RequestRangeNotSatisfiable:
                 return b""  # the range starts at or past the end, as a file read would say
 
     def size(self, path: str) -> int:
         with self._errors(path):
-            blob = self._client().get_blob(self._key(path), timeout=self.timeout)
+            blob = self._client().get_blob(self._key(path), timeout=self.timeout, retry=None)
         if blob is None:
             raise self.not_found(path)
         return int(blob.size)
@@ -109,22 +113,22 @@ class GCSStore(Store):
                  deadline: float | None = None) -> int:
         with self._errors(path), open(local_path, "wb") as f:
             out = MeteredWriter(f, progress, deadline)
-            self._blob(path).download_to_file(out, timeout=self.timeout)
+            self._blob(path).download_to_file(out, timeout=self.timeout, retry=None)
         return out.bytes_written
 
     def upload(self, local_path: str, path: str) -> None:
         with self._errors(path):
-            self._blob(path).upload_from_filename(local_path, timeout=self.timeout)
+            self._blob(path).upload_from_filename(local_path, timeout=self.timeout, retry=None)
 
     def check_container(self) -> None:
         self._check_by_listing(lambda: next(iter(self._client().client.list_blobs(
             self.bucket_name, prefix=self.prefix or None, max_results=1,
-            timeout=self.timeout)), None))
+            timeout=self.timeout, retry=None)), None))
 
     def list_modified(self, prefix: str = "") -> dict[str, float]:
         cut = len(self.prefix) + 1 if self.prefix else 0
         with self._errors(prefix):
             blobs = self._client().client.list_blobs(self.bucket_name, prefix=self._key(prefix),
-                                                     timeout=self.timeout)
+                                                     timeout=self.timeout, retry=None)
             return {blob.name[cut:]: blob.updated.timestamp() if blob.updated else 0.0
                     for blob in blobs}

@@ -70,11 +70,18 @@ class SFTPStore(Store):
             client.connect(hostname=self.host, port=self.port, username=self.username,
                            password=self._password, key_filename=self.key_file,
                            timeout=self.timeout, banner_timeout=self.timeout,
-                           auth_timeout=self.timeout, allow_agent=False,
+                           auth_timeout=self.timeout,
+                           # as the reference (paramiko's defaults), the user's ssh-agent and
+                           # ~/.ssh keys, but not before a password the URL gives
+                           allow_agent=self._password is None,
                            look_for_keys=self.key_file is None and self._password is None)
         except paramiko.AuthenticationException as err:
             raise PermissionError(f"SFTP login refused by {self.url}: {err}") from None
         except paramiko.SSHException as err:
+            if "No authentication methods available" in str(err):  # no key, agent or password
+                raise PermissionError(f"SFTP login to {self.url} has no credentials: give a "
+                                      "password in the URL, COMPOSER_SFTP_KEY_FILE, or a key in "
+                                      "ssh-agent or ~/.ssh") from None
             if "not found in known_hosts" in str(err):
                 raise PermissionError(f"Unknown SFTP host key for {self.url}: {err}") from None
             raise ConnectionError(f"SFTP connection to {self.url} failed: {err}") from err
@@ -84,13 +91,23 @@ class SFTPStore(Store):
     def _sftp(self, path: str) -> Iterator[paramiko.SFTPClient]:
         """An SFTP channel on the shared connection, with errors mapped for `path`."""
         client = self._client()
-        transport = client.get_transport()
-        if transport is None or not transport.is_active():
-            self._client_obj = None  # the server went away; reconnect on the next attempt
-            raise ConnectionError(f"SFTP connection to {self.url} is closed")
-        with self._errors(path), client.open_sftp() as sftp:
-            sftp.get_channel().settimeout(self.timeout)
-            yield sftp
+        if not _alive(client):  # the server went away since: connect again, now
+            self._forget(client)
+            client = self._client()
+        try:
+            with self._errors(path), client.open_sftp() as sftp:
+                sftp.get_channel().settimeout(self.timeout)
+                yield sftp
+        finally:
+            if not _alive(client):  # dropped during this call: the retry reconnects
+                self._forget(client)
+
+    def _forget(self, client: paramiko.SSHClient) -> None:
+        """Drop a dead shared connection (unless another thread already replaced it)."""
+        with self._client_lock:
+            if self._client_obj is not None and self._client_obj[1] is client:
+                self._client_obj = None
+        client.close()
 
     def _classify(self, err: Exception) -> Literal["missing", "denied"] | None:
         if isinstance(err, OSError):  # paramiko reports SFTP status codes as errno values
@@ -143,6 +160,11 @@ class SFTPStore(Store):
         with self._sftp(prefix) as sftp:
             _walk(sftp, self.root, "", prefix, found)
         return found
+
+
+def _alive(client: paramiko.SSHClient) -> bool:
+    transport = client.get_transport()
+    return transport is not None and transport.is_active()
 
 
 def _makedirs(sftp: paramiko.SFTPClient, directory: str) -> None:

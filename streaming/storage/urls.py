@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from streaming.storage.base import split_url
 
-__all__ = ["BAD_OUT", "Layout", "parse_azure_url", "parse_sftp_url", "parse_hf_url",
+__all__ = ["BAD_OUT", "Layout", "parse_azure_url", "redact", "parse_sftp_url", "parse_hf_url",
            "parse_oci_url", "parse_dbfs_url", "scheme_of", "split_out", "UC_PREFIX"]
 
 Layout = Literal["account", "container"]
@@ -25,6 +25,16 @@ BAD_OUT = (
 def scheme_of(url: str) -> str:
     """The URL's scheme in lower case, ``""`` for a plain path (the one way we ask)."""
     return urllib.parse.urlsplit(url).scheme.lower()
+
+
+def redact(url: str) -> str:
+    """`url` without the password of its authority (``sftp://user:secret@host/d`` ->
+    ``sftp://user@host/d``): what messages and reports may show."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}@{host}"))
 
 
 def split_out(out: Any) -> tuple[str | None, str | None]:

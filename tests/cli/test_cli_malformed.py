@@ -42,3 +42,17 @@ def test_convert_names_a_parquet_file_that_is_not_parquet(cli: Callable, tmp_pat
     (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
     _one_error(cli("convert", "--no-progress", "--format", "parquet", str(tmp_path / "a.jsonl"),
                    str(tmp_path / "out2")), "a.jsonl is not a Parquet file")
+
+
+@pytest.mark.parametrize("command", ["inspect", "validate", "plan"])
+def test_a_password_in_the_url_never_reaches_the_output(cli: Callable, command: str) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"sftp://user:s3cr3t@127.0.0.1:{port}/data"
+    extra = ["--batch-size", "4"] if command == "plan" else []
+    run = cli(command, url, *extra)
+    assert run.code == 1 and "Traceback" not in run.err, run.err
+    assert "s3cr3t" not in run.out + run.err and f"sftp://user@127.0.0.1:{port}/data" in run.err

@@ -341,6 +341,12 @@ def start_sftp(root: str, known_hosts: str) -> Server:
     _require("paramiko", "paramiko")
     loop = asyncio.new_event_loop()
     host_key = asyncssh.generate_private_key("ssh-ed25519")
+    # One client key is accepted too (tests log in with it from a file or an ssh-agent).
+    client_key = asyncssh.generate_private_key("ssh-ed25519")
+    client_key_file = os.path.join(os.path.dirname(known_hosts), "client_key")
+    client_key.write_private_key(client_key_file, format_name="openssh")
+    os.chmod(client_key_file, 0o600)
+    accepted = client_key.export_public_key("openssh")
 
     class PasswordServer(asyncssh.SSHServer):
         def begin_auth(self, username: str) -> bool:
@@ -351,6 +357,12 @@ def start_sftp(root: str, known_hosts: str) -> Server:
 
         def validate_password(self, username: str, password: str) -> bool:
             return (username, password) == (SFTP_USER, SFTP_PASSWORD)
+
+        def public_key_auth_supported(self) -> bool:
+            return True
+
+        def validate_public_key(self, username: str, key: Any) -> bool:
+            return username == SFTP_USER and key.export_public_key("openssh") == accepted
 
     async def listen() -> Any:
         return await asyncssh.listen(
@@ -377,7 +389,7 @@ def start_sftp(root: str, known_hosts: str) -> Server:
         loop.close()
 
     return Server("sftp", base, {"known_hosts_file": known_hosts}, seed, stop,
-                  host_port=("127.0.0.1", port),
+                  host_port=("127.0.0.1", port), extra={"client_key": client_key_file},
                   env={"COMPOSER_SFTP_KNOWN_HOSTS_FILE": known_hosts})
 
 

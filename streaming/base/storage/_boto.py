@@ -107,14 +107,14 @@ def download_object(client: Any, remote: str, local: str, *, gcs: bool = False) 
         client.download_file(bucket, key, temp, ExtraArgs=_requester_pays(bucket),
                              Config=TransferConfig(use_threads=False))
     except ClientError as err:
-        _remove(temp)
+        remove_quietly(temp)
         if _error_code(err) not in BOTOCORE_CLIENT_ERROR_CODES:
             raise
         if gcs:
             raise FileNotFoundError(f"Object {remote} not found") from err
         raise _not_found_error()(err.response, err.operation_name, s3_not_found(remote)) from err
     except BaseException:
-        _remove(temp)
+        remove_quietly(temp)
         raise
     os.replace(temp, local)
 
@@ -139,7 +139,7 @@ def _not_found_error() -> type:
     return S3ObjectNotFoundError
 
 
-def _remove(path: str) -> None:
+def remove_quietly(path: str) -> None:
     try:
         os.remove(path)
     except FileNotFoundError:

@@ -10,6 +10,7 @@ Schemes the reference lacks (`https://`, `file://`) are served by a generic down
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from typing import Any, ClassVar
@@ -210,12 +211,25 @@ class GCSDownloader(CloudDownloader):
         try:
             Blob(key, Bucket(self._gcs_client, bucket)).download_to_filename(temp)
         except NotFound as err:
-            raise FileNotFoundError(f"Object {remote} not found") from err
+            _boto.remove_quietly(temp)
+            raise _gcs_not_found_error()(f"Object {remote} not found") from err
         os.replace(temp, local)
 
     def clean_up(self) -> None:
         super().clean_up()
         self._s3_client = self._gcs_client = None
+
+
+@functools.cache
+def _gcs_not_found_error() -> type:
+    """google's `NotFound`, which the reference let through for a missing object, that is also
+    the `FileNotFoundError` `streaming.storage` raises: code written against either catches it."""
+    from google.api_core.exceptions import NotFound
+
+    class GCSObjectNotFoundError(NotFound, FileNotFoundError):
+        pass
+
+    return GCSObjectNotFoundError
 
 
 class OCIDownloader(CloudDownloader):

@@ -1,0 +1,43 @@
+"""GCS specifics against fake-gcs-server on 127.0.0.1: the reference's `NotFound` for a missing
+object, and one retry loop (ours) rather than google's inside each of our attempts."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+from streaming.storage import open_store
+from streaming.storage.transfer import TransferError, read
+from tests.storage.servers import Server
+
+
+def test_a_missing_object_is_googles_not_found_and_a_file_not_found(
+        gcs_server: Server, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import google.auth
+    from google.api_core.exceptions import NotFound
+    from google.auth.credentials import AnonymousCredentials
+
+    from streaming.base.storage import CloudDownloader
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server.endpoint)
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p"))
+    local = str(tmp_path / "x")
+    with pytest.raises(NotFound) as info:  # what code written against the reference catches
+        CloudDownloader.direct_download(f"{gcs_server.fresh_url()}/missing.txt", local)
+    assert isinstance(info.value, FileNotFoundError)  # and what `streaming.storage` raises
+    assert list(tmp_path.iterdir()) == []  # no temp file left
+
+
+def test_a_refused_connection_is_reported_as_such_not_as_a_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("google.cloud.storage")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    store = open_store("gs://bucket/data")
+    with pytest.raises(TransferError) as info:
+        read(store, "index.json", retries=1, timeout=30)
+    assert "refused" in str(info.value).lower() and "longer than" not in str(info.value)

@@ -1,0 +1,57 @@
+"""SFTP specifics against the asyncssh server on 127.0.0.1: a dropped connection costs no retry,
+and logins as the reference's (paramiko's defaults: an ssh-agent's keys)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from streaming.storage import open_store
+from streaming.storage.transfer import read
+from tests.storage.servers import SFTP_PASSWORD, Server
+
+
+def _seeded(sftp_server: Server) -> str:
+    url = sftp_server.fresh_url()
+    sftp_server.seed(f"{url}/a.bin", b"abc" * 1000)
+    return url
+
+
+def test_a_dropped_connection_is_replaced_by_the_same_attempt(sftp_server: Server) -> None:
+    store = open_store(_seeded(sftp_server), **sftp_server.options)
+    assert store.get("a.bin") == b"abc" * 1000
+    store._client().get_transport().close()  # what a server restart leaves behind
+    assert read(store, "a.bin", retries=1) == b"abc" * 1000
+    with store._sftp("a.bin"):
+        store._client().get_transport().close()  # dropped during a call
+    assert store._client_obj is None  # the next attempt connects again
+
+
+@pytest.mark.skipif(not shutil.which("ssh-agent") or not shutil.which("ssh-add"),
+                    reason="needs OpenSSH's ssh-agent and ssh-add")
+def test_a_key_in_the_users_ssh_agent_logs_in(sftp_server: Server, tmp_path: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    url = _seeded(sftp_server).replace(f":{SFTP_PASSWORD}@", "@")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh keys: only the agent can log in
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    with pytest.raises(PermissionError, match="has no credentials"):
+        read(open_store(url, **sftp_server.options), "a.bin", retries=1)
+    socket = str(tmp_path / "agent.sock")
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", socket], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(socket) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the agent listens
+        added = subprocess.run(["ssh-add", sftp_server.extra["client_key"]], capture_output=True,
+                               env=dict(os.environ, SSH_AUTH_SOCK=socket), timeout=60)
+        assert added.returncode == 0, added.stderr
+        monkeypatch.setenv("SSH_AUTH_SOCK", socket)
+        assert open_store(url, **sftp_server.options).get("a.bin") == b"abc" * 1000
+    finally:
+        agent.kill()
+        agent.wait()
