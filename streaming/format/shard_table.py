@@ -7,7 +7,9 @@ those as numpy arrays, plus each shard's entry as compact JSON so its reader can
 first time a worker reads it (`streaming.format.shard_readers`).
 
 The table is a cache of one exact index text: it records the text's length and xxh3-64 digest,
-and `load_table` returns it only when both match, so it can never go stale. It is written next
+and `load_table` returns it only when both match, so it can never go stale; a digest of its own
+bytes keeps a damaged table (a flipped bit in a file name would read another shard's samples)
+from ever being used. It is written next
 to the index as `index.json.table` and never replaces it (the reference still reads the folder;
 it ignores files it does not know). It is built only after every entry parsed and its reader
 was made, so a table never vouches for an index that construction would refuse.
@@ -47,8 +49,10 @@ TABLE_SUFFIX = ".table"  # the table of `<dir>/index.json` is `<dir>/index.json.
 # Smaller indexes are not worth a file of their own: parsing them takes a few milliseconds (and
 # a dataset folder of a few shards keeps exactly the files its writer made).
 TABLE_MIN_SHARDS = 512
-_MAGIC = b"SSTABLE1"
-_HEAD = struct.Struct("<8sQ")  # magic, header length
+_MAGIC = b"SSTABLE2"
+# magic, header length, xxh3-64 of everything after this prefix (header and arrays): a table is
+# a copy of what index.json says, and a damaged copy must never be read in its place.
+_HEAD = struct.Struct("<8sQQ")
 _ALIGN = 64
 
 
@@ -191,7 +195,10 @@ def table_bytes(table: ShardTable) -> list[bytes]:
         offset += len(data) + pad
     head = json.dumps(header).encode()
     head += b" " * (-(len(head) + _HEAD.size) % _ALIGN)
-    return [_HEAD.pack(_MAGIC, len(head)), head, *chunks]
+    digest = xxhash.xxh3_64()
+    for part in (head, *chunks):
+        digest.update(part)
+    return [_HEAD.pack(_MAGIC, len(head), digest.intdigest()), head, *chunks]
 
 
 def save_table(path: str, table: ShardTable) -> None:
@@ -256,9 +263,14 @@ def load_table(path: str, key: str) -> ShardTable | None:
             if size < _HEAD.size:
                 return None
             view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, head_len = _HEAD.unpack_from(view, 0)
+        magic, head_len, digest = _HEAD.unpack_from(view, 0)
         if magic != _MAGIC or _HEAD.size + head_len > size:
             return None
+        with memoryview(view) as whole, whole[_HEAD.size:] as body:
+            if xxhash.xxh3_64_intdigest(body) != digest:
+                log.warning("Ignoring the shard table %s: its bytes do not match its digest "
+                            "(damaged); reading index.json instead.", path)
+                return None
         header = json.loads(bytes(view[_HEAD.size:_HEAD.size + head_len]))
         if header.get("key") != key:
             return None

@@ -96,7 +96,7 @@ def test_changed_index_replaces_the_table(tmp_path, cache_dir):
     assert load_table(os.path.join(local, "index.json" + TABLE_SUFFIX), key) is not None
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "other_key"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "other_key", "file_name", "entry"])
 def test_unusable_table_is_ignored_and_rewritten(ints30, cache_dir, damage):
     local = cache_dir()
     StreamingDataset(remote=ints30, local=local, batch_size=4).close()
@@ -107,8 +107,12 @@ def test_unusable_table_is_ignored_and_rewritten(ints30, cache_dir, damage):
         data = data[: len(data) // 2]
     elif damage == "garbage":
         data = b"\x00" * len(data)
-    else:
+    elif damage == "other_key":
         data = data.replace(b'"key": "', b'"key": "1', 1)
+    else:  # one bit: shard 1's file named as shard 0's, or a byte of an entry's JSON
+        at = data.index(b"shard.00001.mds") + 10 if damage == "file_name" else data.index(
+            b'"samples":5') + 2
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]
     with open(path, "wb") as f:
         f.write(data)
     with StreamingDataset(remote=ints30, local=local, batch_size=4) as ds:
