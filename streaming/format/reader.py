@@ -258,7 +258,8 @@ class Reader(Array, ABC):
             raise ShardSizeMismatchError(
                 f"Shard file {self._path(info)} has {size} bytes, but the index says "
                 f"{info.bytes}: it is not the file the index names (a truncated copy, or another "
-                f"dataset's). Delete it to have it fetched again.")
+                f"dataset's). If it is a cache's copy of a remote, deleting it has it fetched "
+                f"again; if it is the dataset itself, the file is damaged.")
 
     # -- samples ---------------------------------------------------------------------------
 

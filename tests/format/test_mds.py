@@ -334,6 +334,14 @@ def test_undecodable_bytes_in_a_bulk_read_name_the_file_and_run(tmp_path) -> Non
     with pytest.raises(ShardFormatError, match=r"shard.00000.mds cannot be decoded: "
                                                r"UnicodeDecodeError"):
         list(dataset)
+    from streaming import LocalDataset  # its chain of bulk blocks, and batches of columns
+
+    with pytest.raises(ShardFormatError, match=r"A sample in 0..63 of shard file "
+                                               r".*shard.00000.mds cannot be decoded"):
+        list(LocalDataset(str(tmp_path)))
+    with pytest.raises(ShardFormatError, match=r"shard.00000.mds is corrupted: a sample does "
+                                               r"not decode: UnicodeDecodeError"):
+        list(StreamingDataset(local=str(tmp_path), batch_size=8).batches(8))
     assert reader.get_item(39)["text"] == "row-0039"  # the rest of the shard still reads
 
 

@@ -33,6 +33,8 @@ from streaming.format.mds.read_plan import Column
 __all__ = ["gather_rows", "gather_varied", "takeable", "varied_block"]
 
 Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
+# The error naming the shard file and the run of samples a decoder's own error was met in.
+Undecodable = Callable[[BaseException], ShardFormatError]
 Layout = Sequence[tuple[Column, int, int]]  # (column, position in the row, size)
 
 # Decoders whose values, stacked, are exactly the typed view of their bytes (a user subclass
@@ -141,8 +143,42 @@ def gather_varied(view: memoryview, offsets: np.ndarray, columns: list[Column],
     return gathered
 
 
+def undecodable(err: BaseException) -> str:
+    """The problem a decoder's own error (bad UTF-8, JSON, a short number) says about a shard."""
+    first = str(err).strip().split("\n", 1)[0]
+    return f"a sample does not decode: {type(err).__name__}: {first}"
+
+
+def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
+    """The rows of `values` (an iterable per column, decoding lazily) as sample dicts.
+
+    The generator frame each block needs anyway, so naming the shard when a value does not
+    decode costs nothing while none fails.
+    """
+    try:
+        for row in zip(*values):
+            yield dict(zip(names, row))
+    except ShardFormatError:
+        raise
+    except (ValueError, struct.error) as err:
+        raise fail(err) from err
+
+
+def decoded_each(decode: Callable[[memoryview], dict[str, Any]], views: list[memoryview],
+                 fail: Undecodable) -> Iterator[dict[str, Any]]:
+    """``decode(view)`` of each view in turn, a decoder's own error named as in `as_samples`."""
+    try:
+        for view in views:
+            yield decode(view)
+    except ShardFormatError:
+        raise
+    except (ValueError, struct.error) as err:
+        raise fail(err) from err
+
+
 def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
-                 head: struct.Struct | None) -> Iterator[dict[str, Any]] | None:
+                 head: struct.Struct | None,
+                 fail: Undecodable) -> Iterator[dict[str, Any]] | None:
     """The samples between `offsets` (a run of a shard's sample offsets, in order), decoded in
     order as `get_item` decodes them: fixed-size columns of the whole block in one
     `decode_many` each, variable-size values lazily, one sample at a time (a block of large
@@ -165,4 +201,4 @@ def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
             values.append(coder.decode_many(rows))
         else:
             values.append(map(coder.decode, _slices(view, begin, size)))
-    return (dict(zip(names, row)) for row in zip(*values))
+    return as_samples(names, values, fail)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from streaming.errors import ShardFormatError
+from streaming.format.mds.gather import undecodable
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
 from streaming.format.mds.read_plan import (
     DECODE,
@@ -83,6 +84,10 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             yield sample
     except struct.error:
         raise corrupt("a sample header is cut short.") from None
+    except ShardFormatError:
+        raise
+    except ValueError as err:  # a value that does not decode (bad UTF-8, JSON...)
+        raise corrupt(undecodable(err)) from err
     finally:
         os.close(fd)
 
@@ -137,5 +142,9 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             first = last
     except struct.error:
         raise corrupt("a sample header is cut short.") from None
+    except ShardFormatError:
+        raise
+    except ValueError as err:  # a value that does not decode (bad UTF-8, JSON...)
+        raise corrupt(undecodable(err)) from err
     finally:
         os.close(fd)

@@ -32,7 +32,15 @@ from streaming.format.fileio import (
     release,
 )
 from streaming.format.index import FileInfo
-from streaming.format.mds.gather import gather_rows, gather_varied, varied_block
+from streaming.format.mds.gather import (
+    Undecodable,
+    as_samples,
+    decoded_each,
+    gather_rows,
+    gather_varied,
+    undecodable,
+    varied_block,
+)
 from streaming.format.mds.large_reads import buffered_samples, pread_samples
 from streaming.format.mds.read_plan import PREAD_MIN, Column
 from streaming.format.reader import JointReader
@@ -252,20 +260,26 @@ class MDSReader(JointReader):
 
         Raises:
             FileNotFoundError: the shard file is missing (callers fetch it and retry).
-            ShardFormatError: the samples' lengths do not add up.
+            ShardFormatError: the samples' lengths do not add up, or a value does not decode.
         """
         state = self._opened()
         cached = self._rows
         if cached is None or cached[0] is not state:
             cached = self._rows = (state, self._uniform_rows(state))
         uniform = cached[1]
-        if uniform is None:
-            columns = self._columns or self._plan()
-            return gather_varied(state.view, state.offsets, columns, self._head, indices,
-                                 partial(self._corrupt, self.raw_data))
-        rows = uniform.rows
-        return gather_rows(state.view, int(state.offsets[0]), rows.shape[1], self.samples,
-                           uniform.layout, indices)
+        corrupt = partial(self._corrupt, self.raw_data)
+        try:
+            if uniform is None:
+                columns = self._columns or self._plan()
+                return gather_varied(state.view, state.offsets, columns, self._head, indices,
+                                     corrupt)
+            rows = uniform.rows
+            return gather_rows(state.view, int(state.offsets[0]), rows.shape[1], self.samples,
+                               uniform.layout, indices)
+        except ShardFormatError:
+            raise
+        except (ValueError, struct.error) as err:  # a decoder's own: bad UTF-8, JSON...
+            raise corrupt(undecodable(err)) from err
 
     def _uniform_rows(self, state: _Mapped) -> _Rows | None:
         """The shard's rows and their shared layout, or None if sample layouts differ."""
@@ -308,30 +322,34 @@ class MDSReader(JointReader):
                       end: int) -> Iterator[dict[str, Any]]:
         offsets = state.offsets[begin:end + 1].astype(np.int64)
         if int(offsets[-1] - offsets[0]) >= PREAD_MIN * (end - begin):
-            return self._large_block(state, columns, offsets)
-        return self._mapped_block(state, columns, offsets)
+            return self._large_block(state, columns, offsets, begin, end)
+        return self._mapped_block(state, columns, offsets, begin, end)
 
-    def _mapped_block(self, state: _Mapped, columns: list[Column],
-                      offsets: np.ndarray) -> Iterator[dict[str, Any]]:
-        begin, end = 0, len(offsets) - 1
+    def _mapped_block(self, state: _Mapped, columns: list[Column], offsets: np.ndarray,
+                      begin: int, end: int) -> Iterator[dict[str, Any]]:
+        """Samples `begin..end-1` (at `offsets`) decoded from the mapping; a value that does
+        not decode is `undecodable_run` of the block."""
+        count = end - begin
         sizes = np.diff(offsets)
         width = int(sizes[0])
         prefetch(state.view, int(offsets[0]), int(offsets[-1]))
+        fail = partial(self.undecodable_run, begin, end)
         if width and (sizes == width).all():
-            rows = np.frombuffer(state.view, np.uint8, (end - begin) * width,
-                                 int(offsets[0])).reshape(end - begin, width)
+            rows = np.frombuffer(state.view, np.uint8, count * width,
+                                 int(offsets[0])).reshape(count, width)
             layout = self._uniform_layout(rows, columns)
             if layout is not None:
-                return self._decode_rows(rows, layout, state.view, offsets[:-1])
-        if end - begin >= _VARIED_MIN:
-            block = varied_block(state.view, offsets, columns, self._head)
+                return self._decode_rows(rows, layout, state.view, offsets[:-1], fail)
+        if count >= _VARIED_MIN:
+            block = varied_block(state.view, offsets, columns, self._head, fail)
             if block is not None:
                 return block
         view = state.view  # a sample's lengths do not add up: the error names it
-        return (self.decode_sample(view[a:b]) for a, b in pairwise(offsets.tolist()))
+        return decoded_each(self.decode_sample, [view[a:b] for a, b in pairwise(offsets.tolist())],
+                            fail)
 
-    def _large_block(self, state: _Mapped, columns: list[Column],
-                     offsets: np.ndarray) -> Iterator[dict[str, Any]]:
+    def _large_block(self, state: _Mapped, columns: list[Column], offsets: np.ndarray,
+                     begin: int, end: int) -> Iterator[dict[str, Any]]:
         """Samples of a block of large values, read from the file (`large_reads`): with
         `pread_samples`, or with `buffered_samples` for `bytes_as_views`. Falls back to the
         mapping when the path no longer names the file mapped (replaced or evicted meanwhile).
@@ -341,7 +359,7 @@ class MDSReader(JointReader):
         """
         fd = open_same(self._path(self.raw_data), state.identity)
         if fd is None:
-            return self._mapped_block(state, columns, offsets)
+            return self._mapped_block(state, columns, offsets, begin, end)
         corrupt = partial(self._corrupt, self.raw_data)
         if self._bytes_as_views:
             return buffered_samples(fd, columns, self._head, _ViewBytes, offsets, corrupt)
@@ -371,7 +389,7 @@ class MDSReader(JointReader):
 
     @staticmethod
     def _decode_rows(rows: np.ndarray, layout: list[tuple[Column, int, int]], view: memoryview,
-                     starts: np.ndarray) -> Iterator[dict[str, Any]]:
+                     starts: np.ndarray, fail: Undecodable) -> Iterator[dict[str, Any]]:
         names, values = [], []
         for column, pos, size in layout:
             coder = column.coder
@@ -383,4 +401,4 @@ class MDSReader(JointReader):
                 # 100 KB) would copy them far ahead of use and out of the CPU caches.
                 values.append(map(coder.decode, [view[a:a + size] for a in
                                                  (starts + pos).tolist()]))
-        return (dict(zip(names, row)) for row in zip(*values))
+        return as_samples(names, values, fail)
