@@ -40,9 +40,10 @@ from streaming.dataset_setup import (
     load_catalog,
     open_node_state,
 )
+from streaming.epoch_reads import EpochReads
 from streaming.format.read_buffers import pickle_views_as_bytes
 from streaming.format.shard_readers import ShardReaders
-from streaming.iteration import EpochReads, drop_padding, epoch_samples, iterate_batches
+from streaming.iteration import drop_padding, epoch_samples, iterate_batches
 from streaming.latest_iteration import LatestIteration
 from streaming.order.plan import (
     Resolution,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from streaming.iteration import EpochReads
+    from streaming.epoch_reads import EpochReads
 
 __all__ = ["MAX_FETCHES", "MAX_FETCHES_ENV", "LinkSizer", "Prefetcher", "Prefetchers",
            "first_uses", "max_fetches"]

@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,7 @@ class FakeCache:
         self.cache_limit: int | None = None
         self.lock = threading.Lock()
         self.counters = Counters(np.zeros(len(COLUMNS)))  # the real bookkeeping, private
+        self.info = SimpleNamespace(has_remote=np.zeros(num_shards, bool))  # local-only shards
 
     def prepare(self, shard: int, blocking: bool = True) -> bool:
         assert not blocking

@@ -246,3 +246,42 @@ def test_many_datasets_do_not_leak(ints30, cache_dir) -> None:
     assert _fds() <= fds + 5
     assert _shm(name) == 0  # every block of every dataset was unlinked
     assert time.monotonic() - start < 240
+
+
+@pytest.mark.parametrize("batches", [False, True])
+def test_a_cached_copy_that_does_not_decode_is_fetched_again_by_the_next_run(
+        tmp_path, cache_dir, batches: bool) -> None:
+    """A shard damaged at the remote (no digests to tell) fails the run that reads it; the
+    node cache's copy goes with it, so once the remote is repaired the next run reads it whole
+    instead of failing on the cached bytes forever. A local-only shard is the data: kept."""
+    from streaming import MDSWriter
+    from streaming.errors import ShardFormatError
+
+    remote = str(tmp_path / "remote")
+    with MDSWriter(out=remote, columns={"v": "int", "s": "str"}, size_limit=400) as writer:
+        for v in range(40):
+            writer.write({"v": v, "s": f"row-{v:04d}"})
+    shard = os.path.join(remote, "shard.00001.mds")
+    good = open(shard, "rb").read()
+    assert b"row-0012" in good
+    with open(shard, "wb") as f:
+        f.write(good.replace(b"row-0012", b"row-\xff\xfe12"))
+
+    def read(**kwargs) -> list[int]:
+        with StreamingDataset(batch_size=4, **kwargs) as ds:
+            if batches:
+                return [v for batch in ds.batches(4) for v in batch["v"].tolist()]
+            return [s["v"] for s in ds]
+
+    local = cache_dir()
+    with pytest.raises(ShardFormatError, match="shard.00001.mds"):
+        read(remote=remote, local=local)
+    assert not os.path.exists(os.path.join(local, "shard.00001.mds"))
+    with open(shard, "wb") as f:  # the remote repaired
+        f.write(good)
+    assert read(remote=remote, local=local) == list(range(40))
+    with open(shard, "wb") as f:
+        f.write(good.replace(b"row-0012", b"row-\xff\xfe12"))
+    with pytest.raises(ShardFormatError):
+        read(local=remote)
+    assert os.path.exists(shard)  # the only copy
