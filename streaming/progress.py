@@ -33,7 +33,9 @@ def make_progress(progress: bool | Progress | None, total: int | None = None,
         return
     from tqdm import tqdm
 
-    with tqdm(total=total, unit=unit, unit_scale=True, desc=desc, file=sys.stderr,
+    # Scaled units (12.3k) only where counts get large: tqdm shows a small total as 0.00/200.
+    scale = total is None or total >= 10_000
+    with tqdm(total=total, unit=unit, unit_scale=scale, desc=desc, file=sys.stderr,
               dynamic_ncols=True) as bar:
         yield bar.update
 

@@ -56,3 +56,15 @@ def test_a_password_in_the_url_never_reaches_the_output(cli: Callable, command: 
     run = cli(command, url, *extra)
     assert run.code == 1 and "Traceback" not in run.err, run.err
     assert "s3cr3t" not in run.out + run.err and f"sftp://user@127.0.0.1:{port}/data" in run.err
+
+
+def test_progress_counts_small_totals_in_whole_samples(capsys: pytest.CaptureFixture) -> None:
+    from streaming.progress import make_progress
+
+    with make_progress(True, 200, desc="small") as bar:
+        bar(50)
+    with make_progress(True, 200_000, desc="large") as bar:
+        bar(50_000)
+    err = capsys.readouterr().err
+    assert "50/200" in err and "0.00/200 " not in err  # not tqdm's "0.00/200"
+    assert "50.0k/200k" in err
