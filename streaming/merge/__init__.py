@@ -21,7 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streaming.format.index import get_index_basename, parse_index, read_index_objects
+from streaming.format.index import (
+    get_index_basename,
+    parse_index,
+    read_index_objects,
+)
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
 from streaming.merge._locate import (
@@ -123,12 +127,47 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
     return report
 
 
+def _refuse_a_dataset_at_the_root(out: Any) -> None:
+    """Refuse to merge into a folder whose own index is a dataset rather than an earlier merge.
+
+    A merged index lists every shard under a sub-folder; one listing a shard at the root is a
+    dataset written there, and the merged index would replace it, dropping its samples from
+    view (the reference refuses too, as that index already exists). Only the user's
+    `merge_index` asks: a converter replacing a dataset at its output means to.
+
+    Raises:
+        FileExistsError: the root's index lists a shard stored at the root.
+    """
+    local, remote = split_out(out)
+    basename = get_index_basename()
+    path = os.path.join(local, basename) if local else ""
+    try:
+        if path and os.path.isfile(path):
+            with open(path, "rb") as f:
+                text, where = f.read(), path
+        elif remote:
+            text, where = _open_store(remote).get(basename), f"{remote}/{basename}"
+        else:
+            return
+        entries = parse_index(text, where)
+    except (FileNotFoundError, ValueError):  # none, or unreadable: nothing there to keep
+        return
+    for entry in entries:
+        name = entry.raw_data.basename
+        if "/" not in name.replace("\\", "/"):
+            raise FileExistsError(
+                f"merge_index: {where} indexes a dataset of its own ({name} is at the root), "
+                "not a merge of sub-datasets, and merging would replace it. Move that dataset "
+                "into a sub-folder first, or merge into another folder.")
+
+
 def _merge_index_from_list(index_file_urls: Sequence[IndexSource], out: Any,
                            keep_local: bool = True, download_timeout: float = 60) -> None:
     """Merge the listed sub-dataset indexes into `out` (reference call form (a)).
 
     Every listed sub-dataset must be readable and complete; otherwise nothing is written.
     """
+    _refuse_a_dataset_at_the_root(out)
     merge_partitions(index_file_urls, out, keep_local, download_timeout, strict=True)
 
 
@@ -178,6 +217,7 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60) 
     if not found:
         logger.warning("No sub-dataset with an index.json under %s; no index merged", out)
         return MergeReport(skipped=report_skips)
+    _refuse_a_dataset_at_the_root(out)
     report = merge_partitions([found[top] for top in sorted(found)], out, keep_local,
                               download_timeout, strict=False)
     report.skipped.update(report_skips)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -71,6 +72,25 @@ def test_root_form_is_safe_to_rerun_and_ignores_other_json(parts: str, tmp_path:
     assert _ids(parts) == list(range(13))
 
 
+@pytest.mark.parametrize("form", ["root", "list", "remote"])
+def test_a_dataset_written_at_the_root_is_never_merged_away(
+        tmp_path: Any, write_mds: Callable[..., str], form: str) -> None:
+    """A dataset at the root and more data in a sub-folder: the merged index would list only
+    the sub-folder's shards, dropping the root's samples from view; it is refused."""
+    root = str(tmp_path / "root")
+    write_mds(root, range(3))
+    write_mds(f"{root}/extra", range(100, 102))
+    before = open(f"{root}/index.json").read()
+    with pytest.raises(FileExistsError, match=r"shard.00000.mds is at the root"):
+        if form == "root":
+            merge_index(root)
+        elif form == "list":
+            merge_index([f"{root}/extra/index.json"], root)
+        else:
+            merge_index(f"file://{root}")
+    assert open(f"{root}/index.json").read() == before and _ids(root) == [0, 1, 2]
+
+
 def test_half_written_partition_is_skipped_with_a_warning(parts: str,
                                                          write_mds: Callable[..., str]) -> None:
     write_mds(f"{parts}/p2", range(100, 103))
@@ -111,7 +131,9 @@ def test_root_form_never_replaces_an_index_with_an_empty_one(tmp_path: Any,
     local, remote = str(tmp_path / "local"), str(tmp_path / "remote")
     write_mds(f"{local}/p0", range(3))
     write_mds(f"{local}/p1", range(3, 7))
-    write_mds(remote, range(100, 102))  # what the remote held before
+    write_mds(f"{remote}/old", range(100, 102))  # what the remote held before: a merge
+    merge_index(remote)
+    shutil.rmtree(f"{remote}/old")
     before = open(f"{remote}/index.json").read()
     with pytest.warns(UserWarning, match="incomplete"):
         with pytest.raises(FileNotFoundError, match="no sub-dataset .* could be merged"):
