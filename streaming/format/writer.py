@@ -244,7 +244,7 @@ class Writer(ABC):
         if self.cloud_writer.failed:
             self.event.set()
             self.cloud_writer.abort()
-            raise SinkError()
+            raise SinkError() from self.cloud_writer.error
 
     def _write_index(self) -> None:
         """Write index.json once every shard file has reached its destination.

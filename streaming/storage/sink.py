@@ -20,7 +20,8 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from streaming.errors import StreamingError
@@ -83,13 +84,19 @@ class Sink:
         self._max_workers = max_workers
         self._executor: ThreadPoolExecutor | None = None
         self._futures: list[Future[None]] = []
-        self._error: BaseException | None = None
+        self._error: BaseException | None = None  # the first failure, kept for every raise
+        self._error_lock = threading.Lock()
         self._failed = threading.Event()
 
     @property
     def failed(self) -> bool:
         """Whether any put has failed so far (cheap: a flag set by the failing thread)."""
         return self._failed.is_set()
+
+    @property
+    def error(self) -> BaseException | None:
+        """The first put that failed, if any (what `SinkError` is chained to)."""
+        return self._error
 
     @property
     def executor(self) -> ThreadPoolExecutor | None:
@@ -105,30 +112,36 @@ class Sink:
 
     def _send(self, local_path: str, relpath: str) -> None:
         assert self.store is not None  # put() only submits with a remote
+        if self._failed.is_set():  # the dataset will not be published: spare the remote
+            return
         try:
             result = push(self.store, local_path, relpath.replace(os.sep, "/"),
                           retries=self.retry)
-        except BaseException:
+            if self.progress is not None:
+                self.progress(result.bytes)
+            if not self.keep_local:
+                os.remove(local_path)
+        except BaseException as err:
+            with self._error_lock:  # said once, when it happens (not after the queue drains)
+                if self._error is None:
+                    logger.error("Sending a file to %s failed: %s", self.remote, err)
+                    self._error = err
             self._failed.set()
             raise
-        if self.progress is not None:
-            self.progress(result.bytes)
-        if not self.keep_local:
-            os.remove(local_path)
 
     def wait(self) -> None:
         """Block until every put so far has landed.
 
         Raises:
-            SinkError: a put failed (the first failure is chained); the sink stays usable.
+            SinkError: a put failed (the first failure is chained); the puts not started yet
+                are cancelled (a dataset with a missing file is never published), so a remote
+                that stopped answering costs one upload's timeout, not one per queued file.
         """
         futures, self._futures = self._futures, []
-        for future in futures:
-            error = future.exception()
-            if error is not None and self._error is None:
-                logger.error("Sending a file to %s failed: %s", self.remote, error)
-                self._error = error
+        wait_futures(futures, return_when=FIRST_EXCEPTION)
         if self._error is not None:
+            for future in futures:
+                future.cancel()
             raise SinkError() from self._error
 
     def finish(self) -> None:

@@ -137,3 +137,37 @@ def test_no_transfer_threads_is_refused_when_the_writer_is_made(
     with pytest.raises(ValueError, match="max_workers must be greater than 0"):
         MDSWriter(out=out, columns={"x": "int"}, max_workers=max_workers)
     assert not (tmp_path / "local").exists()
+
+
+def test_a_failed_put_cancels_the_queue_instead_of_waiting_out_every_upload(
+        tmp_path: Any) -> None:
+    """A remote that stops answering: the writer's wait raises at the first failure, the
+    uploads not started yet are cancelled, and none still running is waited for."""
+    gate = threading.Event()
+    recording.FAILURES["shard.00000.mds"] = PermissionError
+    recording.GATES["shard.00001.mds"] = gate  # an upload that hangs
+    sink = Sink(str(tmp_path), "recording://sink-q", retry=1, max_workers=2)
+    for i in range(10):
+        sink.put(_write(tmp_path, f"shard.{i:05d}.mds", b"x"), f"shard.{i:05d}.mds")
+    releaser = threading.Timer(60, gate.set)  # only if the wait hangs on the held upload
+    releaser.start()
+    try:
+        with pytest.raises(SinkError) as info:
+            sink.wait()
+        assert not gate.is_set()  # raised while shard 1 still hung
+        assert isinstance(info.value.__cause__, PermissionError)
+    finally:
+        gate.set()
+        releaser.cancel()
+        sink.abort()
+    assert not any(f"shard.{i:05d}.mds" in recording.ATTEMPTS for i in range(2, 10))
+
+
+def test_the_writers_sink_error_names_its_cause(tmp_path: Any) -> None:
+    recording.FAILURES["shard.00000.mds"] = PermissionError
+    with pytest.raises(SinkError) as info:
+        with MDSWriter(columns={"v": "int"}, out=(str(tmp_path / "l"), "recording://sink-w"),
+                       size_limit=64, retry=1) as writer:
+            for i in range(10_000):
+                writer.write({"v": i})
+    assert isinstance(info.value.__cause__, PermissionError)
