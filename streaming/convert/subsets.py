@@ -99,9 +99,15 @@ def plan_write(out: Any, *, exist_ok: bool, writer_kwargs: Mapping[str, Any]) ->
             f"{found} already exists: the output already holds a dataset. Pass exist_ok=True "
             "to replace it (the old index stays readable until the new one is committed), or "
             "choose another output.")
-    for key in ("out", "columns", "keep_local"):
+    for key in ("out", "columns"):
         if key in writer_kwargs:
             raise ValueError(f"{key!r} is set by the converter; pass it as its own argument")
+    if "keep_local" in writer_kwargs:
+        raise ValueError(
+            "'keep_local' does not apply here: with a remote, each task writes into a scratch "
+            "folder on the machine it runs on and uploads from there (deleting it after); the "
+            "local side of `out` receives the merged index only. Copy the dataset down from the "
+            "remote if you need it locally.")
     with tempfile.TemporaryDirectory() as probe:  # fail on bad arguments before the job runs
         MDSWriter(out=os.path.join(probe, "x"), columns={"probe": "int"},
                   **writer_kwargs).cancel_future_jobs()

@@ -62,6 +62,8 @@ def test_commit_refuses_an_empty_job_and_keeps_the_old_index(tmp_path: Any) -> N
         plan_write(str(tmp_path / "b"), exist_ok=False, writer_kwargs={"bogus": 1})
     with pytest.raises(ValueError, match="'columns' is set by the converter"):
         plan_write(str(tmp_path / "c"), exist_ok=False, writer_kwargs={"columns": {}})
+    with pytest.raises(ValueError, match="'keep_local' does not apply here: .* scratch folder"):
+        plan_write(str(tmp_path / "d"), exist_ok=False, writer_kwargs={"keep_local": True})
     missing = SubsetResult(0, "00000000-00000-000000", os.path.join(out, "nope", "index.json"),
                            1, {"id": "int"})
     with pytest.raises(FileNotFoundError):
