@@ -7,6 +7,7 @@ recognise it.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, default_collate, get_worker_info
+from torch.utils.data import BatchSampler, DataLoader, default_collate, get_worker_info
 
 from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns, collate_samples
@@ -45,6 +46,8 @@ def batch_length(batch: Any) -> int:
 
 
 _DATALOADER = inspect.signature(DataLoader.__init__)
+# What the batched path sets for torch's iterator, and shows as a plain DataLoader's otherwise.
+_SWAPPED = ("collate_fn", "worker_init_fn", "batch_sampler")
 
 
 def _own_collate(collate_fn: Any) -> bool:
@@ -200,15 +203,24 @@ class StreamingDataLoader(DataLoader):
             # passes them through (torch's auto-batching off), yet `batch_size`, `drop_last`
             # and `len()` read as the user gave them.
             given = bound.arguments
+            user_init = given.get("worker_init_fn")
             given.update(batch_size=None, drop_last=False, collate_fn=_batch_sender(given),
-                         worker_init_fn=_BatchedWorkers(batching, given.get("worker_init_fn")))
+                         worker_init_fn=_BatchedWorkers(batching, user_init))
             super().__init__(*bound.args[1:], **bound.kwargs)
             object.__setattr__(self, "batch_size", batching[0])
             object.__setattr__(self, "drop_last", batching[1])
+            # Between iterations, the attributes read as a plain DataLoader's: frameworks that
+            # build a loader of their own from them (Accelerate's `prepare`) get collation of
+            # samples, the user's worker start and a batch sampler (see `_batched_settings`).
+            self._internal = {name: getattr(self, name) for name in _SWAPPED}
+            public = {"collate_fn": collate_samples, "worker_init_fn": user_init,
+                      "batch_sampler": BatchSampler(self.sampler, *batching)}
+            for name, value in public.items():
+                object.__setattr__(self, name, value)
         self.batched = batching is not None
         self._ring = RingReader()  # maps the slots of workers that send through a ring
         given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
-        if not _own_collate(given_fn) and self._auto_collation:
+        if not self.batched and not _own_collate(given_fn) and self._auto_collation:
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
         self.num_samples_yielded = 0
@@ -259,11 +271,13 @@ class StreamingDataLoader(DataLoader):
             # In this process: the dataset yields batches only to the iterator made now.
             dataset._loader_batches = (self.batch_size, self.drop_last)
             try:
-                batches = super().__iter__()
+                with self._batched_settings():
+                    batches = super().__iter__()
             finally:
                 dataset._loader_batches = None
         else:
-            batches = super().__iter__()
+            with self._batched_settings():
+                batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
         counters = dataset._cache.counters if dataset is not None else None
         if self._reporter is not None:
@@ -283,6 +297,29 @@ class StreamingDataLoader(DataLoader):
             if counters is not None:  # waited for this batch; then away for `step`
                 counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked,
                                    "loader_step_seconds": time.perf_counter() - handed})
+
+    @property
+    def batch_sender(self) -> Any:
+        """How batches leave the batched path's workers (a `WorkerRing`, or `collate_columns`),
+        or the `collate_fn` in use off that path."""
+        return getattr(self, "_internal", {}).get("collate_fn", self.collate_fn)
+
+    @contextlib.contextmanager
+    def _batched_settings(self) -> Iterator[None]:
+        """The batched path's collation, worker start and (absent) batch sampler, in place
+        while torch builds or resets this loader's iterator, which reads them then."""
+        internal = getattr(self, "_internal", None)
+        if internal is None:
+            yield
+            return
+        public = {name: getattr(self, name) for name in internal}
+        for name, value in internal.items():
+            object.__setattr__(self, name, value)
+        try:
+            yield
+        finally:
+            for name, value in public.items():
+                object.__setattr__(self, name, value)
 
     def _epoch_batches(self) -> int | None:
         try:
@@ -323,7 +360,8 @@ class StreamingDataLoader(DataLoader):
         ring = getattr(self, "_ring", None)
         if ring is not None:
             ring.close()
-        unlink = getattr(getattr(self, "collate_fn", None), "unlink_unmapped", None)
+        sender = getattr(self, "_internal", {}).get("collate_fn", getattr(self, "collate_fn", None))
+        unlink = getattr(sender, "unlink_unmapped", None)
         if unlink is not None and not _finalizing():  # a `WorkerRing`, its workers stopped now
             unlink()  # (at interpreter exit, an exit hook of `streaming.batch_ring` did it)
         reporter = getattr(self, "_reporter", None)

@@ -233,7 +233,7 @@ def test_pin_memory_without_an_accelerator_keeps_the_ring(tmp_path) -> None:
     data = write_ints(str(tmp_path / "ints"), range(41))
     with StreamingDataset(local=data, batch_size=2) as ds:
         loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, pin_memory=True)
-        assert isinstance(loader.collate_fn, WorkerRing)
+        assert isinstance(loader.batch_sender, WorkerRing)
         with pytest.warns(UserWarning, match="no accelerator"):
             ours = list(loader)
         loader.close()
@@ -273,7 +273,7 @@ def test_close_unlinks_slots_the_loader_never_mapped(tmp_path) -> None:
     data = write_ints(str(tmp_path / "ints"), range(400), size_limit=None)
     with StreamingDataset(local=data, batch_size=2) as ds:
         loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4)
-        ring = loader.collate_fn
+        ring = loader.batch_sender
         assert isinstance(ring, WorkerRing)
         batches = iter(loader)
         assert next(batches)["v"].tolist() == [0, 1]
@@ -292,7 +292,7 @@ from streaming import StreamingDataLoader, StreamingDataset
 ds = StreamingDataset(local=sys.argv[1], batch_size=2)
 loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4)
 batches = iter(loader)
-print(next(batches)["v"].tolist(), ds._namespace.name, loader.collate_fn.prefix, flush=True)
+print(next(batches)["v"].tolist(), ds._namespace.name, loader.batch_sender.prefix, flush=True)
 if sys.argv[2] == "raise":
     raise RuntimeError("the training step failed")
 """

@@ -102,8 +102,8 @@ def test_loader_batches_equal_default_collate(tmp_path: Any, workers: int) -> No
     # The batched path (batches read as columns, then `collate_columns`, or with workers a
     # ring of reused shared-memory slots).
     assert ours.batched
-    assert isinstance(ours.collate_fn, WorkerRing) if workers else (
-        ours.collate_fn is collate_columns)
+    assert isinstance(ours.batch_sender, WorkerRing) if workers else (
+        ours.batch_sender is collate_columns)
     theirs = DataLoader(StreamingDataset(local=str(tmp_path), batch_size=16), batch_size=16,
                         num_workers=workers, collate_fn=default_collate)
     got, want = list(ours), list(theirs)

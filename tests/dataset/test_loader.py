@@ -105,3 +105,30 @@ def test_spawned_workers(ints30, cache_dir) -> None:
     assert sorted(got) == list(range(30))
     # two workers interleave the rank's batches: same batches, same order as one process
     assert got == in_process
+
+
+def _noop_worker_start(worker_id: int) -> None:
+    pass
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loader_rebuilt_from_its_attributes_reads_the_same(ints30, cache_dir,
+                                                             workers: int) -> None:
+    """Frameworks such as Accelerate build a DataLoader of their own from a loader's public
+    attributes: between iterations they read as a plain DataLoader's (collation of samples, the
+    user's worker start, a batch sampler), while this loader keeps its batched path."""
+    from torch.utils.data import BatchSampler, DataLoader
+
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers,
+                                 worker_init_fn=_noop_worker_start,
+                                 persistent_workers=workers > 0)
+    assert loader.batched and loader.worker_init_fn is _noop_worker_start
+    assert isinstance(loader.batch_sampler, BatchSampler) and loader.batch_sampler.batch_size == 4
+    expected = [list(range(i, min(i + 4, 30))) for i in range(0, 30, 4)]
+    assert ids(loader) == expected and ids(loader) == expected  # persistent workers: reset too
+    rebuilt = DataLoader(loader.dataset, batch_size=loader.batch_size, num_workers=workers,
+                         collate_fn=loader.collate_fn, worker_init_fn=loader.worker_init_fn,
+                         drop_last=loader.drop_last)
+    assert ids(rebuilt) == expected
+    loader.close()
