@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
-from streaming.coord.liveness import Identity, identity
+from streaming.coord.liveness import Identity, identity, is_alive
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT
 from streaming.coord.names import is_solo_job, job_key, namespace_name
 from streaming.coord.namespace import Namespace
@@ -64,9 +64,11 @@ class _PeersStillHold(CoordinationError):
     """Other processes of this job still hold an earlier dataset over one of our directories
     (caught by `_name_when_free`, which waits for them)."""
 
-    def __init__(self, ours: Sequence[str], record: Record, local: str, pids: list[int]) -> None:
+    def __init__(self, ours: Sequence[str], record: Record, local: str, pids: list[int],
+                 orphans: bool = False) -> None:
         super().__init__(local)
         self.ours, self.record, self.local, self.pids = list(ours), record, local, pids
+        self.orphans = orphans  # workers whose parent died (they exit within seconds)
 
 
 def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
@@ -95,13 +97,21 @@ def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
             if remote is None or record is None:
                 continue
             pids = [h[0] for h in alive]
+            creator = record.holders[0] if record.holders else None
+            if (creator is not None and len(creator) == 2 and not is_alive(*creator)
+                    and os.getpid() not in pids):
+                # The process that built that dataset is gone (killed); what still holds it are
+                # its DataLoader workers, which torch ends within seconds of their parent.
+                raise _PeersStillHold(locals_, record, local, pids, orphans=True)
             # Without peer ranks, other holders are our own (persistent) DataLoader workers.
             if os.getpid() in pids or (record.job == job and is_solo_job(job)):
                 raise _reused(
                     locals_, record.locals,
                     f"This process already has a live dataset over them with a remote "
-                    f"(namespace {other}, pids {pids}); close it or drop every reference to it "
-                    f"(and to its DataLoader) first.", same_process=True)
+                    f"(namespace {other}, pids {pids}); call close() on it and on its "
+                    f"StreamingDataLoader (whose workers hold it too), or drop every reference "
+                    f"to both, first. In a notebook, the traceback of a failed cell also keeps "
+                    f"them alive.", same_process=True)
             if record.job == job:
                 raise _PeersStillHold(locals_, record, local, pids)
             raise _reused(
@@ -162,6 +172,11 @@ _opened: dict[str, int] = {}
 _WARN_AFTER = 30.0  # seconds of waiting for slower ranks before saying so at WARNING level
 
 
+# How long the DataLoader workers of a killed process may outlive it: torch's watchdog checks
+# for their parent every 5 s (`MP_STATUS_CHECK_INTERVAL`).
+_ORPHANS_EXIT = 30.0
+
+
 def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None], job: str,
                     me: Identity, generation: int, timeout: float) -> str:
     """`_choose_locked`, collecting garbage once if our own dataset is in the way, and waiting
@@ -180,6 +195,10 @@ def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None
         try:
             return _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
         except ReusedLocalError as err:
+            if held is not None and held.orphans and deadline.elapsed() < _ORPHANS_EXIT:
+                # A killed process's workers: its record no longer names it (swept), so they
+                # now read as a live dataset; torch ends them within seconds.
+                return None
             if collected or not err.same_process:
                 raise
             # Our own earlier dataset may be garbage that only a collection frees (a reference
@@ -189,7 +208,8 @@ def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None
             drain_pending()
             return None
         except _PeersStillHold as err:
-            where = (f"Ranks {err.pids} of this node still hold an earlier dataset over "
+            who = ("Workers of a killed process" if err.orphans else "Ranks") + f" {err.pids}"
+            where = (f"{who} of this node still hold an earlier dataset over "
                      f"{err.local} (namespace {err.record.name})")
             if held is None:
                 log.info("%s; waiting for them to drop it before building this one", where)

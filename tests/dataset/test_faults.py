@@ -208,16 +208,7 @@ def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
 
 def _children() -> list[int]:
     """Pids of this process's child processes (the DataLoader workers)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
-                pids.append(int(entry))
-    return pids
+    return _all_children_of(os.getpid())
 
 
 def _fds() -> int:
@@ -285,3 +276,53 @@ def test_a_cached_copy_that_does_not_decode_is_fetched_again_by_the_next_run(
     with pytest.raises(ShardFormatError):
         read(local=remote)
     assert os.path.exists(shard)  # the only copy
+
+
+def test_a_killed_trainers_lingering_workers_do_not_block_its_restart(ints30, cache_dir,
+                                                                     tmp_path) -> None:
+    """A trainer SIGKILLed mid-epoch leaves its DataLoader workers running for up to ~5 s
+    (torch's watchdog); a restart over the same cache in that window waits for them, as the
+    reference's restart simply works, instead of refusing a "live" dataset."""
+    local = cache_dir()
+    script = textwrap.dedent(f"""
+        import sys, time
+        from streaming import StreamingDataLoader, StreamingDataset
+        ds = StreamingDataset(remote={ints30!r}, local={local!r}, batch_size=4)
+        it = iter(StreamingDataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True))
+        next(it)
+        print("running", flush=True)
+        time.sleep(600)
+    """)
+    trainer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert trainer.stdout is not None and trainer.stdout.readline().strip() == "running"
+        workers = _all_children_of(trainer.pid)
+        assert len(workers) == 2
+    finally:
+        trainer.kill()
+        trainer.wait()
+    assert any(_alive(pid) for pid in workers)  # the window this test is about
+    with StreamingDataset(remote=ints30, local=local, batch_size=4) as again:
+        assert sorted(s["v"] for s in again) == list(range(30))
+
+
+def _all_children_of(parent: int) -> list[int]:
+    """Pids of `parent`'s child processes."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                pids.append(int(entry))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
