@@ -8,6 +8,7 @@ the constructor reads like a table of contents and no step reaches into the data
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,13 +41,34 @@ def build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> li
     if streams:
         for stream in streams:
             stream.apply_default(defaults)
+            warn_unused_overrides(stream)
         return list(streams)
     kwargs = dict(config.stream_config or {})
     kwargs.update(defaults)
     if config.columns is not None:  # only when given: a user's Stream class may not take it
         kwargs["columns"] = list(config.columns)
-    return [construct_from_registry(config.stream_name, streams_registry,
-                                    partial_function=False, kwargs=kwargs)]
+    stream = construct_from_registry(config.stream_name, streams_registry,
+                                     partial_function=False, kwargs=kwargs)
+    warn_unused_overrides(stream)
+    return [stream]
+
+
+_FETCH_HOOKS = ("_download_file", "prepare_shard")
+
+
+def warn_unused_overrides(stream: Stream) -> None:
+    """Say so when a `Stream` subclass overrides a hook the reference fetched files through:
+    here the node cache fetches the index and shards through the storage layer, so the override
+    would be passed over in silence (and the files fetched from the remote by other means)."""
+    kind = type(stream)
+    overridden = [name for name in _FETCH_HOOKS
+                  if getattr(kind, name, None) is not getattr(Stream, name)]
+    if overridden:
+        warnings.warn(
+            f"{kind.__name__} overrides {', '.join(overridden)}, which shardstream does not "
+            "call: the index and shards are fetched by the node cache through "
+            "streaming.storage. To fetch from a store of your own, register it for a URL "
+            "scheme with streaming.storage.register_store (docs/storage.md).", stacklevel=4)
 
 
 def load_catalog(streams: Sequence[Stream], world: World, allow_unsafe_types: bool) -> Catalog:

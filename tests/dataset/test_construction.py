@@ -117,6 +117,24 @@ def test_a_stream_fetches_a_file_of_its_own_as_the_reference_hook_does(ints30, c
         Stream(local=str(tmp_path / "lonely"))._download_file("captions.txt")
 
 
+class _OwnFetch(Stream):
+    def _download_file(self, from_basename: str, to_basename: str | None = None) -> str:
+        return super()._download_file(from_basename, to_basename)
+
+
+def test_a_stream_overriding_a_fetch_hook_hears_it_is_not_called(ints30, cache_dir) -> None:
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"_OwnFetch overrides _download_file, which .*"
+                                         r"register_store"):
+        StreamingDataset(streams=[_OwnFetch(remote=ints30, local=cache_dir())],
+                         batch_size=4).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a plain Stream: nothing to say
+        StreamingDataset(streams=[Stream(remote=ints30, local=cache_dir())],
+                         batch_size=4).close()
+
+
 @pytest.mark.parametrize("replication", [None, 1])
 def test_no_replication_warning_when_nothing_is_replicated(ints30, replication, caplog) -> None:
     """As in the reference: `replication=1` replicates nothing, so nothing to warn about (a
