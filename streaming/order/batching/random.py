@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming.order.partition import partition, resume_limit
+from streaming.order.partition import partition
 from streaming.order.plan_config import PlanConfig
 from streaming.order.world import World
 
@@ -22,13 +22,6 @@ def plan_random(config: PlanConfig, world: World, epoch: int,
 
     Generator calls: `resample` (all streams), then the shuffle algorithm's.
     """
-    nodes, ranks = world.num_nodes, world.num_ranks
-    if (resume_limit(config.epoch_size, ranks) < sample_in_epoch
-            <= resume_limit(config.epoch_size, ranks, config.num_canonical_nodes, nodes)):
-        # A checkpoint taken at the very end of a padded epoch: nothing of it is left (the
-        # reference's partition refuses this position; see `resume_limit`).
-        return np.empty((nodes, world.ranks_per_node, world.workers_per_rank, 0,
-                         config.batch_size), np.int64)
     holder = [config.resample(epoch)]
 
     def table() -> NDArray[np.signedinteger] | None:
@@ -37,4 +30,4 @@ def plan_random(config: PlanConfig, world: World, epoch: int,
     return partition(config.partition_algo, config.epoch_size, config.num_canonical_nodes,
                      world.num_nodes, world.ranks_per_node, world.workers_per_rank,
                      config.batch_size, sample_in_epoch, config.initial_physical_nodes,
-                     table=table)
+                     table=table, padded_resume=True)  # a checkpoint at the padded end

@@ -54,8 +54,8 @@ def resume_limit(num_samples: int, num_ranks: int, num_canonical_nodes: int | No
     counts every padded sample. The reference bounds only the second padding, so it refuses to
     resume such a checkpoint when `num_canonical_nodes` does not divide the epoch (4,032 samples
     consumed of 4,030 on 4 canonical nodes). Given the node counts, this bound is the padded
-    epoch itself: the dataset's planner (`plan_random`) resumes up to it, to an empty rest of
-    the epoch, while `partition` keeps the reference's bound and error.
+    epoch itself: the dataset's planner (`plan_random`) resumes up to it (`partition`'s
+    `padded_resume`), while `get_partitions` keeps the reference's bound and error.
     """
     limit = num_samples + num_ranks - (num_samples % num_ranks)
     if num_canonical_nodes and num_physical_nodes and num_samples:
@@ -80,11 +80,14 @@ def _check_resumable(num_samples: int, num_physical_nodes: int, ranks_per_node: 
 def partition(algo: str, num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
               ranks_per_node: int, workers_per_rank: int, batch_size: int, drop_first: int = 0,
               initial_physical_nodes: int | None = None, *,
-              table: Table = None) -> NDArray[np.int64]:
+              table: Table = None, padded_resume: bool = False) -> NDArray[np.int64]:
     """Partition `table[0:num_samples]` (the ids themselves when `table` is None).
 
     `table` may be a zero-argument callable; it is called once, after every check that can fail
     has passed, so errors surface in the reference's order (partition before shuffle).
+    `padded_resume` lets `drop_first` reach the end of the padded epoch (`resume_limit` given
+    the node counts: a checkpoint taken at the very end of an epoch), where the reference's
+    bound counts the rank padding only.
 
     Returns exactly `where(p != -1, table[p], -1)` for `p = get_partitions(...)`.
 
@@ -96,7 +99,10 @@ def partition(algo: str, num_samples: int, num_canonical_nodes: int, num_physica
     sizes = (num_samples, num_canonical_nodes, num_physical_nodes, ranks_per_node,
              workers_per_rank, batch_size, drop_first)
     _check_not_negative(sizes)
-    _check_resumable(num_samples, num_physical_nodes, ranks_per_node, drop_first)
+    if not padded_resume or drop_first > resume_limit(
+            num_samples, num_physical_nodes * ranks_per_node, num_canonical_nodes,
+            num_physical_nodes):
+        _check_resumable(num_samples, num_physical_nodes, ranks_per_node, drop_first)
     get = algorithm(_TABLE_ALGOS, algo, "partition_algo")
     return get(*(int(x) for x in sizes), initial_physical_nodes, table=table)
 
