@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["EpochReads", "Locate"]
 
 log = logging.getLogger(__name__)
+
+# How often, at most, a reader under a cache limit looks for evicted shards it still maps.
+_RELEASE_EVERY = 0.05
 
 Locate = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
 
@@ -64,11 +68,22 @@ class EpochReads:
         self.recover = recover
         self.get_item = get_item
         reading = cache.reading_slot(slot)
-        self.enter, self.leave, self.stamp = reading.enter, reading.leave, reading.stamp
+        self.enter: Callable[[int, int], None] = reading.enter
+        self.leave: Callable[[], None] = reading.leave
+        self.stamp = reading.stamp
         self.counters = cache.counters  # this worker's row of the node's runtime counters
         # Samples at the start of the epoch that may be read from the remote before their
         # shard lands (`early_prefix`); 0 turns that off.
         self.early_limit = 0 if get_item is not None else early_limit
+        # Under a cache limit: the shards this process may map (read now, or in an earlier
+        # epoch), whose mappings go once they are evicted (see `_release_evicted`).
+        self._held: set[int] = set()
+        self._next_release = 0.0
+        if cache.cache_limit is not None:
+            built = getattr(readers, "built_ids", None)
+            self._held.update(built() if built is not None else ())
+            self.enter = self._entering(reading.enter)
+            self.leave = self._leaving(reading.leave)
 
     def watch(self, prefetcher: Prefetcher) -> None:
         """Keep a started prefetcher where its dataset's `close()` can stop it."""
@@ -115,10 +130,42 @@ class EpochReads:
         this keeps the cache directory what its accounting says it is. One `stat` per distinct
         shard per chunk.
         """
-        for shard in np.unique(shard_ids).tolist():
+        distinct = np.unique(shard_ids).tolist()
+        for shard in distinct:
             if self.cache.is_local(shard) and not self.cache.raw_present(shard):
                 self.readers[shard].close()
                 self.cache.prepare(shard, blocking=True, force=True)
+        if self.cache.cache_limit is not None:
+            self._release_evicted()
+
+    def _entering(self, enter: Callable[[int, int], None]) -> Callable[[int, int], None]:
+        """`enter` (a shard change), also remembering the shard as mapped here and, at most
+        every `_RELEASE_EVERY` seconds, releasing the mappings of evicted shards."""
+        def entering(shard: int, position: int) -> None:
+            enter(shard, position)
+            self._held.add(shard)
+            now = time.monotonic()
+            if now >= self._next_release:
+                self._next_release = now + _RELEASE_EVERY
+                self._release_evicted()
+        return entering
+
+    def _leaving(self, leave: Callable[[], None]) -> Callable[[], None]:
+        """`leave` (the end of this process's epoch), then a last look for evicted shards."""
+        def leaving() -> None:
+            leave()
+            self._release_evicted()
+        return leaving
+
+    def _release_evicted(self) -> None:
+        """Under a cache limit, drop this process's mappings of the shards it has read that
+        were evicted since (by any process of the node): a deleted file's disk space is freed
+        only once no process maps it, so mappings kept would let the cache's real footprint
+        grow far past the limit (the whole dataset, over an epoch)."""
+        held = self._held
+        for shard in [shard for shard in held if not self.cache.is_local(shard)]:
+            self.readers[shard].close()
+            held.discard(shard)
 
     def early_samples(self, shard: int, indices: np.ndarray) -> list[Any] | None:
         """Samples `indices` of `shard` read from the remote while the shard is not local

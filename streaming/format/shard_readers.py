@@ -203,6 +203,10 @@ class ShardReaders(Sequence["Reader"]):
         """The readers made so far (closing them needs no others)."""
         return (reader for reader in self._built if reader is not None)
 
+    def built_ids(self) -> list[int]:
+        """The shard ids of the readers made so far (each may hold a mapping)."""
+        return [shard for shard, reader in enumerate(self._built) if reader is not None]
+
     @property
     def samples(self) -> NDArray[np.int64]:
         """Samples per shard (int64), without building readers."""

@@ -326,3 +326,37 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def _deleted_mappings(directory: str, pids: list[int]) -> int:
+    """Files of `directory` deleted but still mapped by any of `pids` (disk still held)."""
+    held = set()
+    for pid in pids:
+        try:
+            lines = open(f"/proc/{pid}/maps").read().splitlines()
+        except OSError:
+            continue
+        held.update(line.split(None, 5)[5] for line in lines
+                    if directory in line and line.endswith("(deleted)"))
+    return len(held)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_evicted_shards_are_not_kept_mapped(make_ints, cache_dir, workers: int) -> None:
+    """A deleted file's disk space is freed only once no process maps it: under a cache limit,
+    shards evicted behind a reader must not stay mapped, or the cache's real footprint grows to
+    the whole dataset over an epoch while the files seen stay under the limit. A process may
+    still map what it read since it last looked (at most what the limit holds)."""
+    remote = make_ints(range(8000), size_limit=2000)  # 54 shards of ~2 KB
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4, cache_limit="24kb",
+                          shuffle=True) as ds:
+        loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers,
+                                     persistent_workers=workers > 0)
+        seen = []
+        for _ in range(2):
+            seen += [v for batch in loader for v in batch["v"].tolist()]
+            pids = [os.getpid(), *_children()]
+            assert _deleted_mappings(local, pids) <= 12 * max(workers, 1)  # 24 KB of shards
+        assert sorted(seen) == sorted(list(range(8000)) * 2)
+        loader.close()

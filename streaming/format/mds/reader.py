@@ -246,6 +246,11 @@ class MDSReader(JointReader):
             pos = end
         return sample
 
+    def close(self) -> None:
+        """Forget the mapping, and the uniform rows view of it `read_columns` keeps."""
+        self._rows = None
+        super().close()
+
     def _decoding_changed(self) -> None:
         self._columns = None
         self._rows = None
