@@ -29,6 +29,8 @@ __all__ = ["EpochReads", "Locate"]
 
 log = logging.getLogger(__name__)
 
+_END = object()  # `next`'s default: the run had one sample
+
 # How often, at most, a reader under a cache limit looks for evicted shards it still maps.
 _RELEASE_EVERY = 0.05
 
@@ -226,4 +228,9 @@ class EpochReads:
         takes the recovery path. The bulk read then reuses the mapping, which outlives deletion.
         """
         first = self.read_one(shard, start)
-        return chain((first,), self.readers[shard].iter_range(start + 1, stop))
+        rest = self.readers[shard].iter_range(start + 1, stop)
+        # Started now, while the file read_one found is mapped: the run then holds that
+        # mapping, so the shard being evicted meanwhile (`evict_shard` between two samples)
+        # cannot take the rest of the run away.
+        second = next(rest, _END)
+        return chain((first,), rest) if second is _END else chain((first, second), rest)

@@ -360,3 +360,20 @@ def test_evicted_shards_are_not_kept_mapped(make_ints, cache_dir, workers: int) 
             assert _deleted_mappings(local, pids) <= 12 * max(workers, 1)  # 24 KB of shards
         assert sorted(seen) == sorted(list(range(8000)) * 2)
         loader.close()
+
+
+def test_evicting_the_shard_being_read_does_not_break_iteration(make_ints, cache_dir) -> None:
+    """`evict_shard` / `evict_coldest_shard` between two samples of a bulk run: the run keeps
+    the mapping it started with, and later runs fetch the shard again (as the reference's
+    `get_item` retries)."""
+    remote = make_ints(range(300), size_limit=1000)  # ~68 samples per shard: bulk runs
+    with StreamingDataset(remote=remote, local=cache_dir(), batch_size=4) as ds:
+        assert len(list(ds)) == 300  # a warm cache: the next epoch reads shard 0 in bulk
+        it = iter(ds)
+        seen = [next(it)["v"]]
+        ds.evict_shard(0)
+        for sample in it:
+            seen.append(sample["v"])
+            if len(seen) == 150:
+                ds.evict_coldest_shard()
+        assert seen == list(range(300))
