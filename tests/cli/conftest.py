@@ -26,6 +26,16 @@ class Run:
         return json.loads(self.out)
 
 
+def one_error(run: Run, *needles: str) -> None:
+    """`run` failed with exit 1 and one ``Error: ...`` line holding every needle, no traceback."""
+    assert run.code == 1, (run.code, run.err)
+    assert "Traceback" not in run.err, run.err
+    lines = run.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), run.err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
 @pytest.fixture
 def cli(tmp_path: Any) -> Callable[..., Run]:
     """``cli("inspect", path, ...)``: the real entry point in a subprocess, private TMPDIR."""

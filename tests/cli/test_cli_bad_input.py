@@ -19,15 +19,7 @@ import pytest
 from streaming import MDSWriter, Stream
 from streaming.errors import ShardFormatError
 from streaming.format import load_readers
-
-
-def _one_error(run: Any, *needles: str) -> None:
-    assert run.code == 1, (run.code, run.err)
-    assert "Traceback" not in run.err, run.err
-    lines = run.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), run.err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from tests.cli.conftest import one_error
 
 
 def _strict(text: str) -> Any:
@@ -48,19 +40,19 @@ def _write(out: str, columns: dict[str, str], samples: list[dict[str, Any]],
 def test_plan_and_simulate_refuse_an_empty_stream_and_the_weights_a_stream_refuses(
         cli: Callable, tmp_path: Any) -> None:
     empty = _write(str(tmp_path / "empty"), {"a": "int"}, [])
-    _one_error(cli("plan", empty, "--batch-size", "4"), "empty", "contains no samples")
-    _one_error(cli("plan", "--shard-sizes", "0", "--batch-size", "4"), "contains no samples")
-    _one_error(cli("plan", "--shard-sizes", "10", "--repeat", "inf", "--batch-size", "4"),
+    one_error(cli("plan", empty, "--batch-size", "4"), "empty", "contains no samples")
+    one_error(cli("plan", "--shard-sizes", "0", "--batch-size", "4"), "contains no samples")
+    one_error(cli("plan", "--shard-sizes", "10", "--repeat", "inf", "--batch-size", "4"),
                "`repeat` must be a finite number")
-    _one_error(cli("simulate", "--synthetic", "10,10,1000", "--repeat", "inf", "--batch-size",
+    one_error(cli("simulate", "--synthetic", "10,10,1000", "--repeat", "inf", "--batch-size",
                    "4"), "`repeat` must be a finite number")
     # Stream(proportion=-1) refuses; the plan used to print one and exit 0, and with two
     # streams blamed `choose`.
-    _one_error(cli("plan", "--shard-sizes", "10", "--proportion", "-1", "--batch-size", "4"),
+    one_error(cli("plan", "--shard-sizes", "10", "--proportion", "-1", "--batch-size", "4"),
                "`proportion` must be non-negative")
-    _one_error(cli("plan", "--shard-sizes", "10", "--shard-sizes", "10", "--proportion", "-1,2",
+    one_error(cli("plan", "--shard-sizes", "10", "--shard-sizes", "10", "--proportion", "-1,2",
                    "--batch-size", "4"), "`proportion` must be non-negative")
-    _one_error(cli("simulate", "--synthetic", "10,10,1000", "--proportion", "-1",
+    one_error(cli("simulate", "--synthetic", "10,10,1000", "--proportion", "-1",
                    "--batch-size", "4"), "`proportion` must be non-negative")
 
 
@@ -82,11 +74,11 @@ def test_an_unreachable_server_or_a_folder_named_index_json_is_one_line(
         cli: Callable, tmp_path: Any) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/data"
     for command in ("inspect", "head", "validate"):
-        _one_error(cli(command, url),
+        one_error(cli(command, url),
                    "cannot read the index of", url)
     (tmp_path / "odd" / "index.json").mkdir(parents=True)
     for command in ("inspect", "head", "validate"):
-        _one_error(cli(command, str(tmp_path / "odd")), "Is a directory")
+        one_error(cli(command, str(tmp_path / "odd")), "Is a directory")
 
 
 def test_head_writes_strict_json_for_nan_infinity_and_dates(cli: Callable,
@@ -107,7 +99,7 @@ def test_commands_decode_pickles_only_when_allowed(cli: Callable, tmp_path: Any)
                   [{"a": i, "p": [i]} for i in range(20)])
     for args in (("head", data), ("bench", data),
                  ("doctor", data, "--batch-size", "4", "--batches", "2")):
-        _one_error(cli(*args), "Column p contains an unsafe type: pkl", "--allow-unsafe-types")
+        one_error(cli(*args), "Column p contains an unsafe type: pkl", "--allow-unsafe-types")
         allowed = cli(*args, "--allow-unsafe-types")
         assert allowed.code == 0, allowed.err
     assert json.loads(cli("head", data, "--allow-unsafe-types", "-n", "1").out) == {
@@ -147,7 +139,7 @@ def test_an_index_framing_a_column_at_another_size_than_its_encoding_is_caught(
     report = cli("validate", data, "--no-progress")  # used to say OK, 10 samples decoded
     assert report.code == 1
     assert "shard.00000.mds: column 'a' is ndarray:float64:3, which takes 24" in report.out
-    _one_error(cli("head", data), "which takes 24 bytes")
+    one_error(cli("head", data), "which takes 24 bytes")
 
 
 def test_validate_names_a_shard_once_per_problem(cli: Callable, dataset: str) -> None:
@@ -167,7 +159,7 @@ def test_validate_names_a_shard_once_per_problem(cli: Callable, dataset: str) ->
 
 def test_merge_index_failure_is_one_line_on_stderr(cli: Callable, tmp_path: Any) -> None:
     run = cli("merge-index", str(tmp_path / "nothing"))
-    _one_error(run, "no complete sub-dataset")
+    one_error(run, "no complete sub-dataset")
     assert run.out == ""  # no "Merged 0 sub-datasets into -"
 
 

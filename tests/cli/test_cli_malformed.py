@@ -8,14 +8,7 @@ from typing import Any
 
 import pytest
 
-
-def _one_error(run: Any, *needles: str) -> None:
-    assert run.code == 1, (run.code, run.err)
-    assert "Traceback" not in run.err, run.err
-    lines = run.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), run.err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from tests.cli.conftest import one_error
 
 
 @pytest.mark.parametrize("samples", ["abc", None, "1e3", [1]])
@@ -37,10 +30,10 @@ def test_convert_names_a_parquet_file_that_is_not_parquet(cli: Callable, tmp_pat
     folder.mkdir()
     pq.write_table(pa.table({"id": [1, 2, 3]}), folder / "good.parquet")
     (folder / "bad.parquet").write_bytes((folder / "good.parquet").read_bytes()[:-10])
-    _one_error(cli("convert", "--no-progress", str(folder), str(tmp_path / "out")),
+    one_error(cli("convert", "--no-progress", str(folder), str(tmp_path / "out")),
                "bad.parquet is not a Parquet file")
     (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
-    _one_error(cli("convert", "--no-progress", "--format", "parquet", str(tmp_path / "a.jsonl"),
+    one_error(cli("convert", "--no-progress", "--format", "parquet", str(tmp_path / "a.jsonl"),
                    str(tmp_path / "out2")), "a.jsonl is not a Parquet file")
 
 

@@ -30,7 +30,8 @@ from streaming.format.encodings.base import Encoding
 from streaming.format.encodings.scalars import Int, Scalar
 from streaming.format.mds.read_plan import Column
 
-__all__ = ["gather_rows", "gather_varied", "takeable", "varied_block"]
+__all__ = ["as_samples", "decoded_each", "gather_rows", "gather_varied", "takeable",
+           "undecodable", "uniform_block", "varied_block"]
 
 Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
 # The error naming the shard file and the run of samples a decoder's own error was met in.
@@ -174,6 +175,23 @@ def decoded_each(decode: Callable[[memoryview], dict[str, Any]], views: list[mem
         raise
     except (ValueError, struct.error) as err:
         raise fail(err) from err
+
+
+def uniform_block(rows: np.ndarray, layout: Sequence[tuple[Column, int, int]], view: memoryview,
+                  starts: np.ndarray, fail: Undecodable) -> Iterator[dict[str, Any]]:
+    """The samples of a block whose rows share one layout (`rows`: the block's bytes, a row per
+    sample, starting at `starts` in `view`): fixed-size columns decoded for the whole block at
+    once, the others lazily, one sample at a time (decoding a block of 4096 x 100 KB values up
+    front would copy them far ahead of use and out of the CPU caches)."""
+    names, values = [], []
+    for column, pos, size in layout:
+        coder = column.coder
+        names.append(column.name)
+        if coder.fixed_dtype is not None and coder.size == size:
+            values.append(coder.decode_many(rows[:, pos:pos + size]))
+        else:
+            values.append(map(coder.decode, [view[a:a + size] for a in (starts + pos).tolist()]))
+    return as_samples(names, values, fail)
 
 
 def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],

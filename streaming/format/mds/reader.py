@@ -33,12 +33,11 @@ from streaming.format.fileio import (
 )
 from streaming.format.index import FileInfo
 from streaming.format.mds.gather import (
-    Undecodable,
-    as_samples,
     decoded_each,
     gather_rows,
     gather_varied,
     undecodable,
+    uniform_block,
     varied_block,
 )
 from streaming.format.mds.large_reads import buffered_samples, pread_samples
@@ -344,7 +343,7 @@ class MDSReader(JointReader):
                                  int(offsets[0])).reshape(count, width)
             layout = self._uniform_layout(rows, columns)
             if layout is not None:
-                return self._decode_rows(rows, layout, state.view, offsets[:-1], fail)
+                return uniform_block(rows, layout, state.view, offsets[:-1], fail)
         if count >= _VARIED_MIN:
             block = varied_block(state.view, offsets, columns, self._head, fail)
             if block is not None:
@@ -391,19 +390,3 @@ class MDSReader(JointReader):
                 f"their columns take {pos}."
             )
         return layout
-
-    @staticmethod
-    def _decode_rows(rows: np.ndarray, layout: list[tuple[Column, int, int]], view: memoryview,
-                     starts: np.ndarray, fail: Undecodable) -> Iterator[dict[str, Any]]:
-        names, values = [], []
-        for column, pos, size in layout:
-            coder = column.coder
-            names.append(column.name)
-            if coder.fixed_dtype is not None and coder.size == size:
-                values.append(coder.decode_many(rows[:, pos:pos + size]))
-            else:
-                # Lazily, row by row: decoding a whole block of large values up front (4096 x
-                # 100 KB) would copy them far ahead of use and out of the CPU caches.
-                values.append(map(coder.decode, [view[a:a + size] for a in
-                                                 (starts + pos).tolist()]))
-        return as_samples(names, values, fail)
