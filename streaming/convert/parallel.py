@@ -245,8 +245,7 @@ def _remove_parts(local: str, remote: str | None, names: list[str]) -> None:
     """After a failed or interrupted run: delete the sub-datasets that did finish. Each has an
     index of its own, so `merge_index` (or `streaming merge-index`) would otherwise publish
     them as the whole dataset. A remote's copies stay (the storage layer does not delete)."""
-    finished = [name for name in names if name and os.path.isdir(os.path.join(local, name))]
-    for name in finished:
+    for name in filter(None, names):  # "" is a single task written flat: nothing to merge
         shutil.rmtree(os.path.join(local, name), ignore_errors=True)
     if remote and names != [""]:
         logger.warning("The conversion to %s failed: the sub-datasets its tasks uploaded "

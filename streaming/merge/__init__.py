@@ -21,11 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streaming.format.index import (
-    get_index_basename,
-    parse_index,
-    read_index_objects,
-)
+from streaming.format.index import get_index_basename, parse_index, read_index_objects
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
 from streaming.merge._locate import (

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from streaming.format.encodings.base import Encoding
 from streaming.format.encodings.scalars import Int, Scalar
 from streaming.format.mds.read_plan import Column
 
-__all__ = ["as_samples", "decoded_each", "gather_rows", "gather_varied", "takeable",
+__all__ = ["as_samples", "gather_rows", "named_errors", "gather_varied", "takeable",
            "undecodable", "uniform_block", "varied_block"]
 
 Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
@@ -150,31 +151,22 @@ def undecodable(err: BaseException) -> str:
     return f"a sample does not decode: {type(err).__name__}: {first}"
 
 
-def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
-    """The rows of `values` (an iterable per column, decoding lazily) as sample dicts.
-
-    The generator frame each block needs anyway, so naming the shard when a value does not
-    decode costs nothing while none fails.
-    """
-    try:
-        for row in zip(*values):
-            yield dict(zip(names, row))
-    except ShardFormatError:
-        raise
-    except (ValueError, struct.error) as err:
-        raise fail(err) from err
-
-
-def decoded_each(decode: Callable[[memoryview], dict[str, Any]], views: list[memoryview],
+def named_errors(samples: Iterator[dict[str, Any]],
                  fail: Undecodable) -> Iterator[dict[str, Any]]:
-    """``decode(view)`` of each view in turn, a decoder's own error named as in `as_samples`."""
+    """`samples` (a C iterator that decodes lazily), with a decoder's own error raised as
+    `fail(err)`, naming the shard and run: the one generator frame a block needs anyway, so it
+    costs nothing while nothing fails."""
     try:
-        for view in views:
-            yield decode(view)
+        yield from samples
     except ShardFormatError:
         raise
     except (ValueError, struct.error) as err:
         raise fail(err) from err
+
+
+def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
+    """The rows of `values` (an iterable per column, decoding lazily) as sample dicts."""
+    return named_errors(map(dict, map(zip, repeat(names), zip(*values))), fail)
 
 
 def uniform_block(rows: np.ndarray, layout: Sequence[tuple[Column, int, int]], view: memoryview,

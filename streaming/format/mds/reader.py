@@ -33,9 +33,9 @@ from streaming.format.fileio import (
 )
 from streaming.format.index import FileInfo
 from streaming.format.mds.gather import (
-    decoded_each,
     gather_rows,
     gather_varied,
+    named_errors,
     undecodable,
     uniform_block,
     varied_block,
@@ -349,8 +349,8 @@ class MDSReader(JointReader):
             if block is not None:
                 return block
         view = state.view  # a sample's lengths do not add up: the error names it
-        return decoded_each(self.decode_sample, [view[a:b] for a, b in pairwise(offsets.tolist())],
-                            fail)
+        return named_errors(map(self.decode_sample, [view[a:b] for a, b in
+                                                      pairwise(offsets.tolist())]), fail)
 
     def _large_block(self, state: _Mapped, columns: list[Column], offsets: np.ndarray,
                      begin: int, end: int) -> Iterator[dict[str, Any]]:
