@@ -165,8 +165,8 @@ def named_errors(samples: Iterator[dict[str, Any]],
 
 def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
     """The rows of `values` (an iterable per column, decoding lazily) as sample dicts, errors
-    named as by `named_errors` (written out: a plain loop resumes faster than `yield from`, on
-    the path of every fixed-layout sample)."""
+    named as by `named_errors` (the loop written out, as it was before errors were named: this
+    is the path of every fixed-layout sample)."""
     try:
         for row in zip(*values):
             yield dict(zip(names, row))
