@@ -31,6 +31,7 @@ from streaming.base.shared.prefix import (
     _pack_locals,
     _unpack_locals,
 )
+from streaming.coord.shm import block_exists
 from streaming.errors import CoordinationError
 
 
@@ -191,9 +192,14 @@ def test_shared_barrier_properties(tmp_path) -> None:
     again = SharedBarrier(
         str(tmp_path / "lock"), _name("barrier_props")
     )  # resets, as the reference
-    assert (again.num_enter, again.num_exit, again.flag) == (0, -1, True)
-    with pytest.raises(CoordinationError, match="1 of 2 entered"):
-        again(2, timeout=0.1)
+    try:
+        assert (again.num_enter, again.num_exit, again.flag) == (0, -1, True)
+        with pytest.raises(CoordinationError, match="1 of 2 entered"):
+            again(2, timeout=0.1)
+    finally:
+        again._arr.shm.cleanup()
+        barrier._arr.shm.cleanup()
+    assert not block_exists(_name("barrier_props"))
 
 
 @pytest.mark.parametrize("num_process", [2, 3])
