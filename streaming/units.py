@@ -6,6 +6,8 @@ arithmetic (float mantissa times the unit, then truncation) and error messages. 
 
 from __future__ import annotations
 
+import numbers
+
 __all__ = ["bytes_to_int", "get_list_arg", "number_abbrev_to_int"]
 
 # Binary byte units, in the order the reference tries them (the order decides which suffix
@@ -54,7 +56,7 @@ def _unsupported(text: str, suffixes: list[str]) -> ValueError:
 def _parse(value: int | float | str, units: dict[str, int], suffixes: list[str],
            bare_bytes: bool) -> int:
     """Shared body of the two parsers; `bare_bytes` accepts ``'<digits>b'`` as plain bytes."""
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):  # numpy's integers and floats too
         return int(value)
     if not isinstance(value, str):
         raise TypeError(f"Expected a number or a string, got {type(value)}.")

@@ -249,6 +249,22 @@ def test_top_level_and_base_all() -> None:
     assert streaming.__shardstream_version__ == importlib.metadata.version("shardstream")
 
 
+@pytest.mark.parametrize(("module", "public"), [
+    ("streaming.base.format.mds.encodings", ["get_mds_encoded_size", "get_mds_encodings",
+                                             "is_mds_encoding", "is_mds_encoding_safe",
+                                             "mds_decode", "mds_encode"]),
+    ("streaming.base.format.json.encodings", ["is_json_encoded", "is_json_encoding"]),
+    ("streaming.base.format.xsv.encodings", ["is_xsv_encoding", "xsv_decode", "xsv_encode"]),
+])
+def test_star_imports_of_encodings_bring_only_the_references_names(module: str,
+                                                                    public: list[str]) -> None:
+    """A user's `from ...encodings import *` must not shadow their `PIL`, `typing.List`..."""
+    space: dict[str, object] = {}
+    exec(f"from {module} import *", space)
+    assert sorted(k for k in space if k != "__builtins__") == sorted(public)
+    assert hasattr(importlib.import_module(module), "Encoding")  # the classes stay importable
+
+
 def test_subpackages_are_attributes() -> None:
     for name in ("vision", "text", "multimodal"):
         assert getattr(streaming, name) is importlib.import_module(f"streaming.{name}")

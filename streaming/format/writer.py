@@ -34,7 +34,7 @@ from streaming.hashing import get_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
 
-__all__ = ["JointWriter", "MissingColumnError", "SplitWriter", "Writer"]
+__all__ = ["JointWriter", "MissingColumnError", "SplitWriter", "Writer", "column_value_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,18 @@ def uint32_offsets(sizes: Sequence[int], start: int) -> bytes:
     np.cumsum(np.asarray(sizes, np.int64), out=offsets[1:])
     offsets[1:] += start
     return offsets.astype("<u4").tobytes()
+
+
+_PLAIN_VALUE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError)
+
+
+def column_value_error(err: Exception, name: str, encoding: str) -> Exception:
+    """`err`, raised encoding column `name`'s value, as the same plain exception type naming
+    the column (an encoding's own message does not say which of a sample's columns it was);
+    errors of other types come back as they are."""
+    if type(err) not in _PLAIN_VALUE_ERRORS:
+        return err
+    return type(err)(f"Column {name!r} ({encoding}): {err}")
 
 
 class MissingColumnError(StreamingError, KeyError):

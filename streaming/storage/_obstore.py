@@ -36,6 +36,7 @@ from streaming.storage._forksafe import forksafe
 from streaming.storage.base import (
     ErrorKind,
     MeteredWriter,
+    ObjectNotFoundError,
     ProgressFn,
     Store,
     error_detail,
@@ -322,6 +323,12 @@ class ObstoreBackedStore(Store):
             with self._errors(path):
                 obstore.put(self._upload_client(), path, Path(local_path),
                             max_concurrency=parts)
+        except ObjectNotFoundError:
+            # A write finds no object missing: "not found" here is the bucket (container),
+            # and the read-side advice of `not_found` would mislead.
+            raise ObjectNotFoundError(
+                f"Cannot upload to {self.url_for(path)}: the server says the bucket (container) "
+                "does not exist, or these credentials cannot see it.") from None
         except TransferStalledError as err:
             raise TransferStalledError(
                 f"An upload request to {self.url_for(path)} got no answer within "

@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 
+import numpy as np
 import pytest
 
 from streaming import LocalDataset
@@ -289,3 +290,27 @@ def test_column_errors_are_the_reference_types(tmp_path, make, reference_type) -
     with pytest.raises(reference_type) as info:
         make(str(tmp_path / "out"))
     assert isinstance(info.value, StreamingError) and "a" in str(info.value)
+
+
+@pytest.mark.parametrize(("writer", "columns", "error"), [
+    (MDSWriter, {"a": "int", "b": "int", "c": "str"}, AttributeError),
+    (MDSWriter, {"a": "int", "b": "ndarray:uint8:3", "c": "str"}, ValueError),
+    (JSONWriter, {"a": "int", "b": "int", "c": "str"}, AttributeError),
+    (CSVWriter, {"a": "int", "b": "int", "c": "str"}, AttributeError),
+])
+def test_a_wrongly_typed_value_names_its_column(tmp_path, writer: type, columns: dict,
+                                                error: type) -> None:
+    """The reference's type errors say what type was expected, not where: with twenty int
+    columns a user could not tell which value was wrong. Same exception types as before."""
+    bad = "13" if columns["b"] == "int" else np.zeros(4, np.uint8)
+    with writer(columns=columns, out=str(tmp_path)) as w:
+        with pytest.raises(error, match=r"^Column 'b' \(" + columns["b"].replace("[", r"\[")):
+            w.write({"a": 1, "b": bad, "c": "x"})
+        w.write({"a": 1, "b": 2 if columns["b"] == "int" else np.zeros(3, np.uint8), "c": "x"})
+    assert len(load_readers(str(tmp_path))[0]) == 1  # the good sample only
+
+
+@pytest.mark.parametrize("limit", [np.int64(100), np.uint32(100), np.float64(100.0)])
+def test_a_numpy_size_limit_is_a_number(tmp_path, limit: object) -> None:
+    with MDSWriter(columns={"a": "int"}, out=str(tmp_path), size_limit=limit) as w:
+        assert w.size_limit == 100

@@ -115,3 +115,32 @@ def test_wrong_field_count_is_a_format_error(tmp_path) -> None:
                                                    r"cannot be decoded: ValueError: the line has "
                                                    r"1 fields, expected 2"):
             read()
+
+
+@pytest.mark.parametrize(("separator", "newline", "values"), [
+    ("::", "\n", {"a": "x:", "b": "y"}),  # "x:::y" would split as "x", ":y"
+    ("::", "\n", {"a": "x:", "b": ":y"}),  # "x:::::y" would split in three
+    (",", "||", {"a": "x", "b": "y|"}),  # "y|||" would end the line one character early
+])
+def test_long_separators_and_newlines_refuse_lines_that_read_back_wrong(
+        tmp_path, separator: str, newline: str, values: dict) -> None:
+    writer = XSVWriter(columns={"a": "str", "b": "str"}, separator=separator, newline=newline,
+                       out=str(tmp_path))
+    with pytest.raises(ValueError, match="would read back as other values"):
+        writer.write(values)
+    writer.write({"a": "x", "b": "y"})
+    writer.finish()
+    assert read_all(str(tmp_path)) == ([{"a": "x", "b": "y"}],) * 2
+
+
+def test_column_names_that_would_read_back_wrong_are_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match="would read back as other values"):
+        XSVWriter(columns={"a:": "str", "b": "str"}, separator="::", out=str(tmp_path / "x"))
+
+
+def test_a_bool_in_an_int_column_reads_back_as_its_number(tmp_path) -> None:
+    """`str(True)` is a field `int()` cannot read (the reference writes it, then fails)."""
+    with CSVWriter(columns={"label": "int"}, out=str(tmp_path)) as writer:
+        for value in (True, False, 7):
+            writer.write({"label": value})
+    assert read_all(str(tmp_path)) == ([{"label": 1}, {"label": 0}, {"label": 7}],) * 2

@@ -32,6 +32,21 @@ def test_a_missing_bucket_fails_the_writer_at_once(s3: Server, tmp_path: Path) -
     assert not local.exists()  # nothing left behind by the failed construction
 
 
+def test_an_upload_into_a_missing_bucket_says_so(moto_server: Server, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bucket vanishing mid-write: the message is about the bucket, not the read-side
+    advice of a missing object (requester pays, check the object's path). Moto only: SeaweedFS
+    makes a bucket on its first upload."""
+    moto_server.apply_env(monkeypatch)
+    source = tmp_path / "shard.00000.mds"
+    source.write_bytes(b"abc")
+    with pytest.raises(ObjectNotFoundError) as caught:
+        open_store("s3://no-such-bucket-zz/ds").upload(str(source), "shard.00000.mds")
+    text = str(caught.value)
+    assert "Cannot upload to s3://no-such-bucket-zz/ds/shard.00000.mds" in text
+    assert "bucket (container) does not exist" in text and "requester" not in text
+
+
 def test_an_existing_bucket_with_or_without_data_passes(s3: Server) -> None:
     remote = s3.fresh_url()
     open_store(remote).check_container()  # an empty prefix

@@ -6,6 +6,7 @@ element uses the single-image encoding of the same name.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from streaming.format.encodings._framing import pack_frames, unpack_frames
@@ -21,8 +22,11 @@ _RESERVED = b"\x00\x00\x00\x00"  # a u32 the reference set aside for future use;
 class List(Encoding):
     """A Python list of values that share one element encoding (`underlying_encoder()`)."""
 
-    def __init__(self) -> None:
-        self._element = self.underlying_encoder()
+    @cached_property
+    def _element(self) -> Encoding:
+        # Asked for at first use, not in `__init__`: users' subclasses (as the reference's
+        # docs show) set their own attributes in an `__init__` that need not call ours.
+        return self.underlying_encoder()
 
     def underlying_encoder(self) -> Encoding:
         """The encoding of each element."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from streaming.errors import UnsupportedColumnError
 from streaming.format.jsonl.encodings import _encodings, is_json_encoded, is_json_encoding
-from streaming.format.writer import SplitWriter
+from streaming.format.writer import SplitWriter, column_value_error
 
 __all__ = ["JSONWriter"]
 
@@ -64,7 +64,10 @@ class JSONWriter(SplitWriter):
         obj = {}
         for name, encoding in self._plan:
             value = sample[name]
-            is_json_encoded(encoding, value)
+            try:
+                is_json_encoded(encoding, value)
+            except AttributeError as err:
+                raise column_value_error(err, name, encoding) from err
             obj[name] = value
         data = (json.dumps(obj, sort_keys=True) + self.newline).encode("utf-8")
         return [data], len(data)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings, is_mds_encoding
-from streaming.format.writer import JointWriter, uint32_offsets
+from streaming.format.writer import JointWriter, column_value_error, uint32_offsets
 
 __all__ = ["MDSWriter"]
 
@@ -103,7 +103,10 @@ class MDSWriter(JointWriter):
         for name, encode, size, encoding in self._plan:
             value = sample[name]
             # QUIRK kept (mds_encode): bytes are taken as already encoded, for any encoding.
-            data = value if isinstance(value, bytes) else encode(value)
+            try:
+                data = value if isinstance(value, bytes) else encode(value)
+            except (AttributeError, TypeError, ValueError, OverflowError) as err:
+                raise column_value_error(err, name, encoding) from err
             length = len(data)
             if size is None:
                 lengths.append(length)

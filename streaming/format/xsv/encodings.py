@@ -56,6 +56,13 @@ class Int(Encoding):
 
     python_type = int
 
+    @classmethod
+    def encode(cls, obj: Any) -> str:
+        cls._validate(obj, int)
+        # A bool is an int, but `str(True)` would be a field that `int()` cannot read back
+        # (the reference writes it so); it is stored as the number it stands for.
+        return str(int(obj)) if isinstance(obj, bool) else str(obj)
+
 
 class Float(Encoding):
     """A float column."""

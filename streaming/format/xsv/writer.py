@@ -11,7 +11,7 @@ from typing import Any
 
 from streaming.errors import ReservedCharacterError
 from streaming.format.jsonl.writer import check_text_columns
-from streaming.format.writer import SplitWriter
+from streaming.format.writer import SplitWriter, column_value_error
 from streaming.format.xsv.encodings import _encodings, is_xsv_encoding
 
 __all__ = ["CSVWriter", "TSVWriter", "XSVWriter"]
@@ -50,9 +50,15 @@ class XSVWriter(SplitWriter):
         self.column_encodings = [columns[name] for name in self.column_names]
         self.separator = separator
         self.newline = newline
+        # A separator or newline of several characters can also appear across a field's edge
+        # ("x:" + "::" + "y" reads back as "x", ":y"), so whole lines are checked then.
+        self._long_marks = len(separator) > 1 or len(newline) > 1
+        _check_line(separator.join(self.column_names), self.column_names, separator, newline,
+                    "Column names")
         self._header = (separator.join(self.column_names) + newline).encode("utf-8")
         self._uncounted_bytes = len(self._header)
-        self._plan = [(name, _encodings[columns[name]].encode) for name in self.column_names]
+        self._plan = [(name, columns[name], _encodings[columns[name]].encode)
+                      for name in self.column_names]
 
     def encode_parts(self, sample: dict[str, Any]) -> tuple[list[Any], int]:
         """One line of encoded values (AttributeError on a wrongly typed value).
@@ -62,11 +68,19 @@ class XSVWriter(SplitWriter):
                 `ValueError` and an `AssertionError`, as the reference's bare assert).
         """
         separator, newline = self.separator, self.newline
-        values = [encode(sample[name]) for name, encode in self._plan]
+        values = []
+        for name, encoding, encode in self._plan:
+            try:
+                values.append(encode(sample[name]))
+            except AttributeError as err:
+                raise column_value_error(err, name, encoding) from err
         for value in values:
             if separator in value or newline in value:
                 _check_field(value, separator, newline, "Value")
-        data = (separator.join(values) + newline).encode("utf-8")
+        line = separator.join(values)
+        if self._long_marks:
+            _check_line(line, values, separator, newline, "Values")
+        data = (line + newline).encode("utf-8")
         return [data], len(data)
 
     def data_header(self) -> bytes:
@@ -84,6 +98,17 @@ def _check_field(text: str, separator: str, newline: str, what: str) -> None:
         raise ReservedCharacterError(
             f"{what} {text!r} contains the separator {separator!r} or the newline {newline!r}."
         )
+
+
+def _check_line(line: str, values: list[str], separator: str, newline: str, what: str) -> None:
+    """Refuse a line that would not read back as `values` (the reader splits it on the
+    separator, and a block of lines on the newline)."""
+    if (len(separator) > 1 and line.split(separator) != values) or (
+            len(newline) > 1 and (line + newline).find(newline) != len(line)):
+        raise ReservedCharacterError(
+            f"{what} {values!r} joined by the separator {separator!r} and ended by the newline "
+            f"{newline!r} would read back as other values: the separator or newline forms "
+            "across a field's edge.")
 
 
 class _FixedSeparatorWriter(XSVWriter):

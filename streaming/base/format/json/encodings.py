@@ -12,4 +12,6 @@ from streaming.format.jsonl.encodings import (
     is_json_encoding,
 )
 
-__all__ = ["Encoding", "Float", "Int", "Str", "_encodings", "is_json_encoded", "is_json_encoding"]
+# As the reference's: a star import brings only these functions, never the classes (whose
+# names, `List`, `PIL`, `Int`..., would shadow the user's). The classes stay importable.
+__all__ = ["is_json_encoded", "is_json_encoding"]

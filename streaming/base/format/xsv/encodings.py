@@ -13,13 +13,6 @@ from streaming.format.xsv.encodings import (
     xsv_encode,
 )
 
-__all__ = [
-    "Encoding",
-    "Float",
-    "Int",
-    "Str",
-    "_encodings",
-    "is_xsv_encoding",
-    "xsv_decode",
-    "xsv_encode",
-]
+# As the reference's: a star import brings only these functions, never the classes (whose
+# names, `List`, `PIL`, `Int`..., would shadow the user's). The classes stay importable.
+__all__ = ["is_xsv_encoding", "xsv_decode", "xsv_encode"]
