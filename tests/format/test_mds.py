@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import pickle
 from decimal import Decimal
@@ -174,7 +175,36 @@ def test_sample_data_is_zero_copy(tmp_path) -> None:
     assert isinstance(data, memoryview) and data.readonly
     assert reader.decode_sample(bytes(data))["id"] == 3
     array = reader[6]["t"]
-    assert not array.flags.writeable and array.tolist() == list(range(7))
+    assert array.tolist() == list(range(7)) and array.base is None  # its own values
+
+
+def _ends_in_a_mapping(array: np.ndarray) -> bool:
+    base: object = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None) or getattr(base, "obj", None)
+    return base is not None
+
+
+@pytest.mark.parametrize("columns", [{"t": "ndarray:uint16"}, {"t": "ndarray:uint16:4"},
+                                     {"t": "ndarray"}])
+def test_kept_arrays_do_not_pin_or_follow_the_shard_file(tmp_path, columns: dict) -> None:
+    """Samples a user keeps (a validation subset, `list(dataset)`) own their arrays: they
+    neither hold one mapping (and, before Python 3.13, one descriptor) per shard, nor change
+    when a tool rewrites a shard file in place."""
+    with MDSWriter(columns=columns, out=str(tmp_path), size_limit=200) as writer:
+        for i in range(60):
+            writer.write({"t": np.full(4, i, np.uint16)})
+    readers = load_readers(str(tmp_path))
+    assert len(readers) > 10
+    kept = [r[0]["t"] for r in readers] + [s["t"] for r in readers for s in r]
+    assert not any(_ends_in_a_mapping(a) for a in kept)
+    first = os.path.join(str(tmp_path), readers[0].raw_data.basename)
+    with open(first, "r+b") as f:  # in place, as `cp` or `rsync --inplace` would
+        data = bytearray(f.read())
+        data[-8:] = b"\xff" * 8
+        f.seek(0)
+        f.write(data)
+    assert kept[0].tolist() == [0, 0, 0, 0]
 
 
 def test_index_errors(tmp_path) -> None:

@@ -92,6 +92,11 @@ class NDArray(Encoding):
     Args:
         dtype: The value dtype when fixed (one of the 11 numeric names, e.g. 'uint16').
         shape: The shape when fixed; every dimension >= 1.
+
+    A decoded array owns its values whenever its input was a view (of a shard's mapping, say):
+    a sample kept by the user must not pin the shard's mapping (and its file descriptor, and
+    the disk space of an evicted shard), nor change if the file is rewritten in place. Batches
+    (`read_columns`) are new arrays anyway; only `bytes` input, owned already, is viewed.
     """
 
     # The reference's lookup tables, kept under its names for code that reads them.
@@ -156,7 +161,8 @@ class NDArray(Encoding):
         if self.size is not None:  # hot path of fixed columns: no header to parse
             if len(data) != self.size:
                 raise ShardFormatError(f"ndarray needs {self.size} bytes, got {len(data)}.")
-            return np.ndarray(cast(tuple[int, ...], self.shape), self._le, data)
+            value = np.ndarray(cast(tuple[int, ...], self.shape), self._le, data)
+            return value.copy() if isinstance(data, memoryview) else value
         dtype = self._le
         pos = 0
         try:
@@ -179,12 +185,14 @@ class NDArray(Encoding):
                 f"ndarray of shape {shape} and dtype {dtype.name} needs {nbytes} bytes, "
                 f"got {len(data) - pos}."
             )
-        return np.ndarray(shape, dtype, data, pos)
+        value = np.ndarray(shape, dtype, data, pos)
+        return value.copy() if isinstance(data, memoryview) else value
 
     def decode_many(self, rows: np.ndarray) -> Any:
         if self.fixed_dtype is None:
             return super().decode_many(rows)
-        return typed_rows(rows, self.fixed_dtype).reshape((len(rows), *(self.shape or ())))
+        values = typed_rows(rows, self.fixed_dtype).reshape((len(rows), *(self.shape or ())))
+        return map(np.ndarray.copy, values)  # each its own, as `decode` (lazily, in order)
 
 
 register_encoding("ndarray", NDArray)

@@ -58,7 +58,8 @@ class Encoding(ABC):
             rows: uint8 array of shape (n, size), possibly a strided read-only view of a shard.
 
         Returns:
-            A sequence whose i-th item equals `decode(rows[i].tobytes())`.
+            An iterable (consumed once, in order) whose i-th item equals
+            `decode(rows[i].tobytes())`.
         """
         return [self.decode(row.tobytes()) for row in rows]
 
