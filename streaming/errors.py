@@ -32,7 +32,7 @@ Defined next to the code that raises them (and deriving from `StreamingError` al
     AccessDeniedError (PermissionError)              storage: the server refused; names the URL
     SinkError                                        storage.sink: a writer's upload failed
     CacheFullError (ValueError)                      cache.eviction: nothing left to evict
-    MissingColumnError (KeyError)                    format.writer: a sample lacks a column
+    MissingColumnError (KeyError)                    format.sample_checks: a sample lacks a column
     MixedColumnsError (ValueError, KeyError)         batch_columns: a batch of mixed columns
     IncompletePartitionError (FileNotFoundError)     merge: a sub-dataset without its index
 

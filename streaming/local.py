@@ -15,13 +15,31 @@ import numpy as np
 from torch.utils.data import Dataset
 
 from streaming.array import Array, own_item_read
+from streaming.errors import ShardUnavailableError
 from streaming.format import Reader, load_readers
 from streaming.format.read_options import ReadOptions
+from streaming.format.shard_files import RAW, ZIP
 from streaming.spanner import Spanner
 
 __all__ = ["LocalDataset"]
 
 _IN_PLACE = ReadOptions(in_place=True)
+
+
+def _refuse_compressed_only(shard: Reader, local: str) -> None:
+    """Fail at construction, naming the way out, when the shards are there only compressed
+    (`MDSWriter(compression=...)` output): reads in place never decompress, and otherwise the
+    first sample would fail with a bare "No such file" for a file the index names. One shard is
+    looked at (a few `stat`s): a writer compresses every shard alike."""
+    files = shard.files
+    if not files.compressed or files.raw_present() or not files.present(ZIP):
+        return
+    zipped, raw = files.form(ZIP)[0].basename, files.form(RAW)[0].basename
+    raise ShardUnavailableError(
+        f"The shards of {local} are compressed ({shard.compression}: {zipped} is there, {raw} "
+        "is not) and LocalDataset reads shards in place, without decompressing. Read it with "
+        f"StreamingDataset(local={local!r}), which decompresses each shard into the directory "
+        "on first use, or write it without compression.")
 
 
 class LocalDataset(Array, Dataset):
@@ -32,7 +50,8 @@ class LocalDataset(Array, Dataset):
         split: optional split subdirectory.
 
     Raises:
-        FileNotFoundError: no index file.
+        FileNotFoundError: no index file; or the shards are there only compressed
+            (`streaming.errors.ShardUnavailableError`, naming what to do instead).
         ValueError: a malformed index (`streaming.errors.IndexFormatError`), including the
             reference's ``Unsupported streaming data version`` message.
     """
@@ -44,6 +63,8 @@ class LocalDataset(Array, Dataset):
         self.shards: list[Reader] = load_readers(local, split)
         for shard in self.shards:  # files indexed in place (Parquet) are read where they lie
             shard.apply_read_options(_IN_PLACE)
+        if self.shards:
+            _refuse_compressed_only(self.shards[0], local)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)
         self.num_samples = int(shard_sizes.sum())
         self.spanner = Spanner(shard_sizes)

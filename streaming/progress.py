@@ -34,7 +34,7 @@ def make_progress(progress: bool | Progress | None, total: int | None = None,
     from tqdm import tqdm
 
     # Scaled units (12.3k) only where counts get large: tqdm shows a small total as 0.00/200.
-    scale = total is None or total >= 10_000
+    scale = total is not None and total >= 10_000  # unknown: whole counts ("5sample", not "5.00")
     with tqdm(total=total, unit=unit, unit_scale=scale, desc=desc, file=sys.stderr,
               dynamic_ncols=True) as bar:
         yield bar.update

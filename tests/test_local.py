@@ -99,3 +99,19 @@ def test_empty_and_text_datasets(tmp_path) -> None:
             writer.write({"a": i})
     ds = LocalDataset(str(tmp_path / "json"))
     assert [s["a"] for s in ds] == list(range(10)) and ds[9] == {"a": 9}
+
+
+def test_compressed_shards_are_refused_at_construction_naming_the_way_out(tmp_path) -> None:
+    """Reads in place never decompress; the first sample would otherwise fail with a bare
+    "No such file" for `shard.00000.mds` (as the reference's does)."""
+    from streaming import StreamingDataset
+    from streaming.errors import ShardUnavailableError
+
+    with MDSWriter(out=str(tmp_path), columns={"id": "int"}, compression="zstd") as writer:
+        for i in range(5):
+            writer.write({"id": i})
+    with pytest.raises(ShardUnavailableError, match=r"compressed \(zstd: shard.00000.mds.zstd "
+                                                    r"is there.*StreamingDataset\(local="):
+        LocalDataset(str(tmp_path))
+    assert StreamingDataset(local=str(tmp_path))[4]["id"] == 4  # the way out, as named
+    assert LocalDataset(str(tmp_path))[4]["id"] == 4  # decompressed there now

@@ -160,7 +160,7 @@ def plan_command(datasets: tuple[str, ...], split: str | None, shard_sizes: tupl
             initial_nodes=initial_nodes)
         data = plan_first_ids(request, first)
     except KeyError as err:
-        raise click.BadParameter(f"unknown algorithm {err}") from err
+        raise click.BadParameter(_unknown(err)) from err
     except (ValueError, RuntimeError) as err:
         fail(str(err))
     except MemoryError as err:
@@ -256,9 +256,16 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
         if plot_path:
             result.plot(plot_path)
     except KeyError as err:
-        raise click.BadParameter(f"unknown algorithm {err}") from err
+        raise click.BadParameter(_unknown(err)) from err
     except (OSError, ValueError, RuntimeError, ImportError) as err:
         fail(str(err))
     except MemoryError as err:
         fail(f"the epoch is too large to simulate in this machine's memory ({err})")
     emit(result.to_json(), as_json, lambda _: result.render())
+
+
+def _unknown(err: KeyError) -> str:
+    """An unknown algorithm's message: the planner's own text (which names it and the known
+    ones), not `str(KeyError)`, which would quote it a second time."""
+    said = str(err.args[0]) if err.args else ""
+    return said if said.lower().startswith("unknown") else f"unknown algorithm {said!r}"

@@ -13,11 +13,13 @@ import logging
 import multiprocessing
 import os
 import shutil
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +145,8 @@ def _run_pool(jobs: list[tuple[Any, Any]], write: WriteTask, columns: Mapping[st
         done, _ = wait_futures(futures, return_when=FIRST_EXCEPTION)
         for index, future in enumerate(futures):
             if future in done and future.exception() is not None:
-                raise _task_failed(index, jobs[index][0], future.exception())
+                raise _task_failed(index, jobs[index][0], future.exception(),
+                                   ctx.get_start_method())
         return [future.result() for future in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -152,10 +155,19 @@ def _run_pool(jobs: list[tuple[Any, Any]], write: WriteTask, columns: Mapping[st
         queue.close()
 
 
-def _task_failed(index: int, task: Any, err: BaseException | None) -> Exception:
+def _task_failed(index: int, task: Any, err: BaseException | None,
+                 start_method: str = "spawn") -> Exception:
     if isinstance(err, ConversionError):
         return err
-    return ConversionError(f"Task {index} ({task!r:.200}) failed: {err!r}")
+    hint = ""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if isinstance(err, BrokenProcessPool) and start_method != "fork" and script:
+        # The usual cause: a script calling us at its top level. Each spawned worker imports
+        # the script, reaches the call again and dies in multiprocessing's bootstrap check.
+        hint = (f" A worker process died. If {script} calls this at its top level, put the "
+                "call under `if __name__ == \"__main__\":`: each worker process "
+                f"({start_method}) imports the script and would run it again.")
+    return ConversionError(f"Task {index} ({task!r:.200}) failed: {err!r}.{hint}")
 
 
 def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapping[str, str],

@@ -18,15 +18,16 @@ import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-from streaming.errors import StreamingError
 from streaming.format.compression import compress, get_compression_extension
 from streaming.format.fileio import write_atomic
 from streaming.format.index import dump_index, get_index_basename
+from streaming.format.sample_checks import MissingColumnError, check_columns
 from streaming.format.shard_readers import index_table
 from streaming.format.shard_table import TABLE_SUFFIX, table_bytes
 from streaming.format.writer_args import parse_compression, parse_hashes, parse_size_limit
@@ -34,7 +35,7 @@ from streaming.hashing import get_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
 
-__all__ = ["JointWriter", "MissingColumnError", "SplitWriter", "Writer", "column_value_error"]
+__all__ = ["JointWriter", "MissingColumnError", "SplitWriter", "Writer"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,33 +51,6 @@ def uint32_offsets(sizes: Sequence[int], start: int) -> bytes:
     np.cumsum(np.asarray(sizes, np.int64), out=offsets[1:])
     offsets[1:] += start
     return offsets.astype("<u4").tobytes()
-
-
-_PLAIN_VALUE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError)
-
-
-def column_value_error(err: Exception, name: str, encoding: str) -> Exception:
-    """`err`, raised encoding column `name`'s value, as the same plain exception type naming
-    the column (an encoding's own message does not say which of a sample's columns it was);
-    errors of other types come back as they are."""
-    if type(err) not in _PLAIN_VALUE_ERRORS:
-        return err
-    return type(err)(f"Column {name!r} ({encoding}): {err}")
-
-
-class MissingColumnError(StreamingError, KeyError):
-    """A sample without a value for one of the writer's columns. Its `args` are the first
-    missing column's name alone, as the reference's bare `KeyError`; its text says more."""
-
-    def __init__(self, column: str, message: str) -> None:
-        super().__init__(column)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
-
-    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, re-raised here
-        return type(self), (self.args[0], self.message)
 
 
 class Writer(ABC):
@@ -184,14 +158,7 @@ class Writer(ABC):
 
     def _check_columns(self, sample: Any) -> None:
         """Raise `MissingColumnError` if `sample` lacks a column."""
-        columns = getattr(self, "columns", None) or {}
-        missing = [name for name in columns if name not in sample]
-        if missing:
-            raise MissingColumnError(
-                missing[0],
-                f"The sample has no value for column(s) {', '.join(map(repr, missing))}: this "
-                f"writer's columns are {', '.join(map(repr, columns))}; the sample's keys are "
-                f"{', '.join(map(repr, sample))}.") from None
+        check_columns(getattr(self, "columns", None) or {}, sample)
 
     def _check_fits(self, cost: int) -> None:
         """Warn about (or, past uint32 offsets, refuse) a sample bigger than a whole shard."""
@@ -334,6 +301,14 @@ class Writer(ABC):
     def cancel_future_jobs(self) -> None:
         """Cancel pending transfers (reference name)."""
         self.cloud_writer.abort()
+
+    def exception_callback(self, future: Future) -> None:
+        """The reference's done-callback for transfer futures, kept for subclasses that hook
+        their own futures to it: a failed one sets `event` and re-raises its exception."""
+        err = future.exception()
+        if err is not None:
+            self.event.set()
+            raise err
 
     def __enter__(self) -> Writer:
         return self

@@ -58,6 +58,9 @@ def test_progress_counts_small_totals_in_whole_samples(capsys: pytest.CaptureFix
         bar(50)
     with make_progress(True, 200_000, desc="large") as bar:
         bar(50_000)
+    with make_progress(True, None, desc="unknown") as bar:
+        bar(5)
     err = capsys.readouterr().err
     assert "50/200" in err and "0.00/200 " not in err  # not tqdm's "0.00/200"
     assert "50.0k/200k" in err
+    assert "unknown: 5sample" in err and "5.00sample" not in err

@@ -107,6 +107,8 @@ def test_bad_settings_exit_with_a_reason(tmp_path):
     for extra, message in cases:
         result = _run(*base, *extra)
         assert result.exit_code in (1, 2) and message in result.output, (extra, result.output)
+    result = _run(*base, "--shuffle", "--shuffle-algo", "nope")
+    assert "Invalid value: Unknown shuffle_algo 'nope'; known: " in result.output  # quoted once
     result = _run("--batch-size", "8")
     assert result.exit_code == 2 and "--synthetic" in result.output
     result = _run(str(tmp_path / "missing"), "--batch-size", "8")

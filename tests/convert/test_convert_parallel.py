@@ -93,3 +93,25 @@ def test_a_dataset_at_the_remote_is_refused_or_replaced_whole(tmp_path: Any) -> 
     assert all(name.endswith(("part-00000", "part-00001")) and name[8] == "-"
                for name in result.partitions)
     assert _remote_ids(remote, str(tmp_path / "c2")) == list(range(30, 50))
+
+
+def test_a_script_without_a_main_guard_is_told_what_to_do(tmp_path: Any) -> None:
+    """Spawned workers import the script and die in multiprocessing's bootstrap check; the
+    bare BrokenProcessPool said nothing of the cause."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "top_level.py"
+    script.write_text(
+        "from streaming.convert.parallel import write_parallel\n"
+        "from tests.convert.convert_helpers import numbered\n"
+        f"write_parallel([0, 1], numbered, {str(tmp_path / 'out')!r},"
+        " columns={'id': 'int', 'text': 'str'}, num_workers=2)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=root, env={**os.environ, "PYTHONPATH": root}, timeout=300)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert "ConversionError" in last and "BrokenProcessPool" in last
+    assert f"If {script} calls this at its top level" in last
+    assert 'if __name__ == "__main__":' in last and "(spawn)" in last

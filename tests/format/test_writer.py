@@ -314,3 +314,20 @@ def test_a_wrongly_typed_value_names_its_column(tmp_path, writer: type, columns:
 def test_a_numpy_size_limit_is_a_number(tmp_path, limit: object) -> None:
     with MDSWriter(columns={"a": "int"}, out=str(tmp_path), size_limit=limit) as w:
         assert w.size_limit == 100
+
+
+def test_exception_callback_re_raises_a_failed_future(tmp_path) -> None:
+    """The reference's public done-callback, for subclasses that hook their futures to it."""
+    from concurrent.futures import Future
+
+    writer = MDSWriter(columns={"a": "int"}, out=str(tmp_path))
+    ok: Future = Future()
+    ok.set_result(None)
+    writer.exception_callback(ok)
+    assert not writer.event.is_set()
+    failed: Future = Future()
+    failed.set_exception(OSError("upload refused"))
+    with pytest.raises(OSError, match="upload refused"):
+        writer.exception_callback(failed)
+    assert writer.event.is_set()
+    writer.finish()

@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings, is_mds_encoding
-from streaming.format.writer import JointWriter, column_value_error, uint32_offsets
+from streaming.format.sample_checks import column_value_error
+from streaming.format.writer import JointWriter, uint32_offsets
 
 __all__ = ["MDSWriter"]
 

@@ -1,0 +1,48 @@
+"""What a writer says about a sample it cannot take: which column is missing, which value is
+of the wrong type. Shared by every format's writer; only builds exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streaming.errors import StreamingError
+
+__all__ = ["MissingColumnError", "check_columns", "column_value_error"]
+
+_PLAIN_VALUE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError)
+
+
+def column_value_error(err: Exception, name: str, encoding: str) -> Exception:
+    """`err`, raised encoding column `name`'s value, as the same plain exception type naming
+    the column (an encoding's own message does not say which of a sample's columns it was);
+    errors of other types come back as they are."""
+    if type(err) not in _PLAIN_VALUE_ERRORS:
+        return err
+    return type(err)(f"Column {name!r} ({encoding}): {err}")
+
+
+class MissingColumnError(StreamingError, KeyError):
+    """A sample without a value for one of the writer's columns. Its `args` are the first
+    missing column's name alone, as the reference's bare `KeyError`; its text says more."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(column)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, re-raised here
+        return type(self), (self.args[0], self.message)
+
+
+def check_columns(columns: Mapping[str, str], sample: Any) -> None:
+    """Raise `MissingColumnError` if `sample` lacks one of `columns`."""
+    missing = [name for name in columns if name not in sample]
+    if missing:
+        raise MissingColumnError(
+            missing[0],
+            f"The sample has no value for column(s) {', '.join(map(repr, missing))}: this "
+            f"writer's columns are {', '.join(map(repr, columns))}; the sample's keys are "
+            f"{', '.join(map(repr, sample))}.") from None
