@@ -31,6 +31,7 @@ from streaming.checkpoint import (
 )
 from streaming.dataset_cache import CacheControls
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
+from streaming.dataset_doc import ARGUMENTS
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
 from streaming.dataset_lifecycle import Lifecycle
 from streaming.dataset_setup import (
@@ -82,6 +83,8 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     `config`, the lazily resolved order values and the shard catalog
     (`streaming.dataset_fields`). `batches()` yields the epoch as batches of numpy columns.
     """
+
+    __doc__ = (__doc__ or "") + ARGUMENTS  # every argument (`streaming.dataset_doc`)
 
     # The order knobs (`config.order`), checked again when set.
     shuffle = OrderField[bool]()

@@ -14,8 +14,8 @@ DOC = ROOT / "docs" / "architecture.md"
 
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version",
           "allocator", "lazy_names"}
-PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", "dataset_fields",
-         "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration"}
+PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", "dataset_doc",
+         "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration"}
 COMPOSITION = {"stream", "dataset", "dataset_setup", "dataset_cache", "dataset_lifecycle", "loader", "local"}
 TOP = {"merge", "convert", "cli", "__main__"}
 COMPAT = {"base", "vision", "text", "multimodal"}

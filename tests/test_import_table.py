@@ -300,3 +300,13 @@ def test_converters_import_or_explain() -> None:
     else:
         imported = importlib.import_module(module)
         assert all(hasattr(imported, name) for name in names)
+
+
+def test_help_of_streaming_dataset_documents_every_argument() -> None:
+    import inspect
+
+    doc = streaming.StreamingDataset.__doc__ or ""
+    names = [p for p in inspect.signature(streaming.StreamingDataset.__init__).parameters
+             if p != "self"]
+    assert len(names) == 27
+    assert [n for n in names if f"\n        {n}: " not in doc] == []
