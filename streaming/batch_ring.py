@@ -242,6 +242,8 @@ class RingReader:
         if block is None or block.name != batch.name:
             if block is not None:
                 block.close()
+            else:  # a new worker: those of earlier epochs (not persistent) may be gone
+                self._forget_exited_workers()
             block = ShmBlock.attach(batch.name, batch.size, readonly=True)
             unlink_block(batch.name)  # mapped by both now; nothing is left behind on exit
             self._blocks[key] = block
@@ -259,7 +261,24 @@ class RingReader:
         columns.update(batch.others)
         return {name: columns[name] for name in batch.order}
 
+    def _forget_exited_workers(self) -> None:
+        """Unmap the slots of workers that have exited. A loader without persistent workers
+        gets new ones (new pids) every epoch; their slots, already unlinked, lived on in this
+        mapping table (~8 slots of a batch each per epoch) until the loader was closed."""
+        for key in [key for key in self._blocks if not _alive(key[0])]:
+            self._blocks.pop(key).close()
+
     def close(self) -> None:
         for block in self._blocks.values():
             block.close()
         self._blocks.clear()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process now: ours has exited
+        return False
+    return True

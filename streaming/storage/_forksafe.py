@@ -17,16 +17,19 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
-__all__ = ["forksafe", "runtime_inherited"]
+__all__ = ["abandon", "forksafe", "runtime_inherited"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _started_in: int | None = None  # the pid whose obstore runtime is running (set on first call)
 _idle: list[_Helper] = []
+_busy: dict[int, _Helper] = {}  # thread ident -> the helper serving its call
 _idle_lock = threading.Lock()
+_PARENT_CHECK_SECONDS = 0.5
 
 
 def runtime_inherited() -> bool:
@@ -78,16 +81,42 @@ def _call(store: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     with _idle_lock:
         helper = _idle.pop() if _idle else None
     helper = helper or _Helper()
+    me = threading.get_ident()
+    with _idle_lock:
+        _busy[me] = helper
     try:
         ok, value = helper.call((store, name, args, kwargs))
     except (EOFError, OSError, pickle.PickleError) as err:
         helper.proc.kill()
+        helper.proc.wait()
         raise ConnectionError(f"the storage helper process for {store.url} died: {err}") from err
+    finally:
+        with _idle_lock:
+            _busy.pop(me, None)
     with _idle_lock:
         _idle.append(helper)
     if not ok:
         raise value
     return value
+
+
+def abandon(thread_ident: int | None) -> None:
+    """Stop the helper serving the call of that thread, if any: a caller that gave up on a
+    transfer (its timeout) must not leave the helper pulling the rest of it while the retry
+    shares the link. The call then fails in its thread with a `ConnectionError`."""
+    with _idle_lock:
+        helper = _busy.get(thread_ident) if thread_ident is not None else None
+    if helper is not None:
+        helper.proc.kill()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """The helper's watchdog: a helper whose process died (a worker killed, a script that
+    ended mid-download) is adopted by init; it stops then, mid-request if need be, instead
+    of finishing a transfer nobody waits for."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_CHECK_SECONDS)
+    os._exit(0)
 
 
 def _portable(err: BaseException) -> BaseException:
@@ -110,6 +139,8 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
         # Ctrl-C signals the whole process group: the parent handles it, and its exit (the
         # pipe closing) is what ends this helper, without a traceback of its own.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True,
+                         name="streaming-helper-watchdog").start()
     while True:
         try:
             store, name, args, kwargs = pickle.load(requests)

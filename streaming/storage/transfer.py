@@ -24,6 +24,7 @@ from streaming.errors import HashMismatchError, RemoteUnreachableError, Streamin
 from streaming.hashing import hash_file
 from streaming.retries import backoff_pause
 from streaming.retries import call_with_retries as retrying
+from streaming.storage._forksafe import abandon
 from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
@@ -151,6 +152,7 @@ def _within(timeout: float | None, call: Callable[[], T], what: str,
     worker.join(timeout)
     if worker.is_alive():
         gave_up.set()
+        abandon(worker.ident)  # a helper process serving it (forked workers) stops now
         raise TimeoutError(f"{what} took longer than {timeout} s")
     if "error" in box:
         error = box.pop("error")  # not left in `box`: our frame, in its traceback, holds `box`

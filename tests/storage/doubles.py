@@ -36,3 +36,15 @@ class CountingStore(Store):
         self.downloads += 1
         self.download_threads.append(threading.current_thread().name)
         return self.inner.download(path, local_path, **kwargs)
+
+
+class SlowRequest:
+    """A request a storage helper process takes `seconds` to answer (a transfer in flight)."""
+
+    url = "slow://request"
+
+    def sleep(self, seconds: float) -> float:
+        import time
+
+        time.sleep(seconds)
+        return seconds

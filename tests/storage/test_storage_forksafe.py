@@ -72,3 +72,73 @@ def test_forked_child_reads_after_the_parent_used_obstore(name: str, request: An
     with pytest.raises(FileNotFoundError, match="missing.bin"):
         _in_forked_child(lambda: store.get("missing.bin"))
     assert not runtime_inherited()  # the parent still calls obstore itself
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")  # exited, not yet reaped
+    except FileNotFoundError:
+        return True
+
+
+def _helper_of_a_process_that_dies(request: str) -> int:
+    """A process that gives its storage helper `request` and dies at once; the helper's pid."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = (
+        "import os, pickle, time\n"
+        "from streaming.storage import _forksafe\n"
+        "from tests.storage.doubles import SlowRequest\n"
+        "helper = _forksafe._Helper()\n"
+        "print(helper.proc.pid, flush=True)\n"
+        f"{request}\n"
+        "os._exit(0)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=root, env={**os.environ, "PYTHONPATH": root}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.split()[0])
+
+
+def test_a_helper_stops_mid_request_when_its_process_dies() -> None:
+    """A worker killed (or a script ended) mid-download left its helper pulling the transfer
+    to its end, adopted by init, with nobody to use it."""
+    pid = _helper_of_a_process_that_dies(
+        "pickle.dump((SlowRequest(), 'sleep', (600,), {}), helper.proc.stdin)\n"
+        "helper.proc.stdin.flush()\n"
+        "time.sleep(1)")
+    deadline = time.monotonic() + 60
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(pid), f"helper {pid} still serving a request of a dead process"
+
+
+def test_abandoning_a_call_stops_its_helper() -> None:
+    """A transfer given up at its timeout must not go on in the helper, sharing the link with
+    the retry."""
+    import threading
+
+    from streaming.storage import _forksafe
+    from tests.storage.doubles import SlowRequest
+
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            _forksafe._call(SlowRequest(), "sleep", (600,), {})
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    deadline = time.monotonic() + 60
+    while caller.ident not in _forksafe._busy and time.monotonic() < deadline:
+        time.sleep(0.01)
+    helper = _forksafe._busy[caller.ident]
+    _forksafe.abandon(caller.ident)
+    caller.join(60)
+    assert not caller.is_alive() and helper.proc.poll() is not None
+    assert len(errors) == 1 and isinstance(errors[0], ConnectionError)
+    assert caller.ident not in _forksafe._busy and helper not in _forksafe._idle
