@@ -277,8 +277,6 @@ class RingReader:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process now: ours has exited
+    except (ProcessLookupError, PermissionError):  # gone, or the pid is someone else's now
         return False
     return True

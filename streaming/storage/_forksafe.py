@@ -82,8 +82,7 @@ def _call(store: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         helper = _idle.pop() if _idle else None
     helper = helper or _Helper()
     me = threading.get_ident()
-    with _idle_lock:
-        _busy[me] = helper
+    _busy[me] = helper  # one key per thread: only this thread writes it
     try:
         ok, value = helper.call((store, name, args, kwargs))
     except (EOFError, OSError, pickle.PickleError) as err:
@@ -91,8 +90,7 @@ def _call(store: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         helper.proc.wait()
         raise ConnectionError(f"the storage helper process for {store.url} died: {err}") from err
     finally:
-        with _idle_lock:
-            _busy.pop(me, None)
+        _busy.pop(me, None)
     with _idle_lock:
         _idle.append(helper)
     if not ok:
@@ -104,8 +102,7 @@ def abandon(thread_ident: int | None) -> None:
     """Stop the helper serving the call of that thread, if any: a caller that gave up on a
     transfer (its timeout) must not leave the helper pulling the rest of it while the retry
     shares the link. The call then fails in its thread with a `ConnectionError`."""
-    with _idle_lock:
-        helper = _busy.get(thread_ident) if thread_ident is not None else None
+    helper = _busy.get(thread_ident) if thread_ident is not None else None
     if helper is not None:
         helper.proc.kill()
 
