@@ -319,14 +319,20 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     def _begin_epoch(self, unique: World, parallel: World) -> np.ndarray:
         """Agree on the epoch with the node's other workers and return this worker's ids."""
         epoch, offset = self._resume(parallel, self.next_epoch)
+        failed: Exception | None = None
         if unique.is_local_leader:
             # Planned while the node's other workers are still arriving (a worker forked last
             # arrives milliseconds later): planning writes nothing shared, so it needs no turn.
-            planning = time.perf_counter()
-            plan = self._plan_epoch(parallel, epoch, offset)
-            self._cache.counters.add_many({"plans": 1,
-                                           "plan_seconds": time.perf_counter() - planning})
+            start = time.perf_counter()
+            try:
+                plan = self._plan_epoch(parallel, epoch, offset)
+            except Exception as err:  # a bad setting: every worker of the node must hear it
+                failed = err
+            self._cache.counters.add_many({"plans": 1, "plan_seconds": time.perf_counter() - start})
         generation = self._epoch_barrier.wait(unique.workers_per_node)
+        if failed is not None:  # the others would wait for a plan until their deadline
+            self._plan_board.publish_failure(f"{type(failed).__name__}: {failed}")
+            raise failed
         if unique.is_local_leader:  # every worker has read `next_epoch` by now
             self.next_epoch = epoch + 1
             self._plan_board.publish(plan if self.replication else plan[parallel.node])

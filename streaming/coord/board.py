@@ -18,15 +18,22 @@ from numpy.typing import ArrayLike, NDArray
 from streaming.coord.shm import ShmBlock
 from streaming.coord.wait import wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
+from streaming.errors import CoordinationError
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
 
-__all__ = ["DEFAULT_READ_TIMEOUT", "MAX_DIMS", "PlanBoard"]
+__all__ = ["DEFAULT_READ_TIMEOUT", "MAX_DIMS", "PlanBoard", "PublishedFailure"]
 
 MAX_DIMS = 8
 DEFAULT_READ_TIMEOUT = NODE_WAIT_TIMEOUT
 _GEN, _NDIM, _DIMS = 0, 1, 2
+_FAILED = -1  # `_NDIM` of a published failure: the block holds its message, UTF-8
+
+
+class PublishedFailure(CoordinationError, ValueError):
+    """What the publisher of a board failed with, raised in every reader of that generation.
+    A `ValueError` too: the planner's own errors (a bad batching or sampling setting) are."""
 
 
 class PlanBoard:
@@ -54,7 +61,9 @@ class PlanBoard:
 
     def publish(self, array: ArrayLike) -> int:
         """Copy `array` (as int64) into shared memory for every reader; returns its generation."""
-        data = np.ascontiguousarray(array, dtype=np.int64)
+        return self._publish(np.ascontiguousarray(array, dtype=np.int64))
+
+    def _publish(self, data: NDArray[np.int64], failed: bool = False) -> int:
         if data.ndim > MAX_DIMS:
             raise ValueError(f"Can publish at most {MAX_DIMS} dimensions, got {data.ndim}")
         with self.lock, self.namespace.batch():  # one registry write: the new block, the old
@@ -65,12 +74,19 @@ class PlanBoard:
                 block = self.namespace.create_block(self._data_obj(generation), data.nbytes)
                 np.frombuffer(block.buf, np.int64)[:] = data.reshape(-1)
                 block.close()
-            header[_NDIM] = data.ndim
+            header[_NDIM] = _FAILED if failed else data.ndim
             header[_DIMS : _DIMS + data.ndim] = data.shape
             header[_GEN] = generation
             if old:
                 self.namespace.drop_block(self._data_obj(old))
         return generation
+
+    def publish_failure(self, message: str) -> int:
+        """Publish, in place of an array, why there is none (the leader's planning failed), so
+        that readers raise it at once instead of waiting for an array until their deadline."""
+        raw = message.encode("utf-8", "replace")
+        return self._publish(np.frombuffer(raw.ljust(max(8, -(-len(raw) // 8) * 8)), np.int64),
+                             failed=True)
 
     def read(
         self, min_generation: int = 1, timeout: float = DEFAULT_READ_TIMEOUT
@@ -79,6 +95,7 @@ class PlanBoard:
 
         Raises:
             CoordinationError: Nothing at least that new was published before the deadline.
+            PublishedFailure: The publisher published why it has no array (`publish_failure`).
         """
         header = self.header.numpy()
         wait_until(
@@ -91,8 +108,13 @@ class PlanBoard:
         )
         with self.lock:  # the header and the block it names change together under this lock
             generation, ndim = int(header[_GEN]), int(header[_NDIM])
+            failed = ndim == _FAILED
+            ndim = 1 if failed else ndim
             shape = tuple(int(d) for d in header[_DIMS : _DIMS + ndim])
             block = self._block(generation, math.prod(shape) * 8)
+        if failed:
+            text = bytes(block.buf).decode("utf-8", "replace").rstrip() if block else ""
+            raise PublishedFailure(text)
         if block is None:
             empty = np.empty(shape, np.int64)
             empty.flags.writeable = False

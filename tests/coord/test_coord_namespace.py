@@ -425,3 +425,19 @@ def test_only_namespaces_left_to_others_wait_for_the_exit_hook(coord_tmp: str) -
     finally:
         proc.kill()
         proc.join()
+
+
+@pytest.mark.parametrize("message", ["", "ValueError: stream 1 is too small", "é" * 13])
+def test_a_published_failure_is_raised_by_its_readers(coord_tmp: str, message: str) -> None:
+    from streaming.coord.board import PublishedFailure
+
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        board = ns.board()
+        board.publish(np.arange(3))
+        generation = board.publish_failure(message)
+        assert generation == 2
+        with pytest.raises(PublishedFailure) as caught:
+            board.read(min_generation=2, timeout=5)
+        assert str(caught.value) == message and isinstance(caught.value, ValueError)
+        assert board.publish(np.arange(4)) == 3  # the next epoch's plan, as usual
+        assert board.read(min_generation=3).tolist() == [0, 1, 2, 3]

@@ -151,3 +151,25 @@ def test_a_dataset_rebuilt_while_a_peer_rank_still_holds_the_old_one_starts_afre
         assert report["epochs"][0] == report["epochs"][1]
     seen = sorted(i for r in reports for i in r["second"])
     assert seen == list(range(NUM))
+
+
+PLAN_ERROR_WORKER = os.path.join(os.path.dirname(__file__), "plan_error_worker.py")
+
+
+def test_a_planning_error_reaches_every_rank_of_the_node(tmp_path) -> None:
+    """Only the node's leader plans; its error (a stream too small for stratified batches)
+    used to leave the other ranks waiting at the epoch barrier for NODE_WAIT_TIMEOUT (600 s),
+    then failing with a bare timeout that did not say why."""
+    remotes = []
+    for name, count in (("big", 200), ("small", 1)):
+        remotes.append(str(tmp_path / name))
+        with MDSWriter(out=remotes[-1], columns={"id": "int"}) as writer:
+            for i in range(count):
+                writer.write({"id": i})
+    reports = run_job(1, 2, {"remotes": remotes, "cache": str(tmp_path / "cache")}, tmp_path,
+                      worker=PLAN_ERROR_WORKER)
+    for report in reports:
+        raised = report["raised"]
+        assert raised is not None and "ValueError" in raised["types"], report
+        assert "Number of samples for stream 1 is 0" in raised["text"], report
+        assert report["seconds"] < 120, report  # not the node's 600 s deadline
