@@ -46,6 +46,9 @@ from streaming.errors import CoordinationError
 
 __all__ = ["Namespace"]
 
+_REBUILD = ("A dataset unpickled (torch.save, pickle) after the process that made it ended "
+            "cannot be used: build a new StreamingDataset with the same arguments.")
+
 log = logging.getLogger(__name__)
 
 
@@ -98,7 +101,7 @@ class Namespace:
             if not alive:
                 raise CoordinationError(
                     f"Namespace {self.name} has no live holder: the dataset that created it was "
-                    f"closed or its process died"
+                    f"closed or its process died. " + _REBUILD
                 )
             record.holders = [*alive, holder_entry(ident)]  # workers of past epochs drop out
             write_record(self.state_dir, record)
@@ -109,7 +112,8 @@ class Namespace:
         if record is None:
             raise CoordinationError(
                 f"Namespace {self.name} does not exist (already released: the dataset was "
-                f"closed, or every process that used it ended, before this one attached)")
+                f"closed, or every process that used it ended, before this one attached). "
+                + _REBUILD)
         return record
 
     def holders(self) -> list[int]:

@@ -442,3 +442,28 @@ def test_a_loader_over_a_closed_dataset_refuses_before_starting_workers(
     with pytest.raises(DatasetClosedError, match="was closed"):
         next(batches)
     assert getattr(loader, "_current", None) is None  # no worker was started
+
+
+def test_a_dataset_saved_by_an_ended_process_says_to_build_a_new_one(tmp_path) -> None:
+    """Unpickled after its process ended, a dataset's node state is gone; the error said only
+    that, not what to do."""
+    import subprocess
+    import sys
+
+    from streaming.errors import CoordinationError
+
+    data = write_ints(str(tmp_path / "ints"), range(20))
+    saved = tmp_path / "dataset.pkl"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = ("import pickle, sys\n"
+              "from streaming import StreamingDataset\n"
+              f"ds = StreamingDataset(remote={data!r}, local={str(tmp_path / 'cache')!r},"
+              " batch_size=2)\n"
+              "next(iter(ds))\n"
+              f"open({str(saved)!r}, 'wb').write(pickle.dumps(ds))\n")
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=root, timeout=300,
+                   env={**os.environ, "PYTHONPATH": root})
+    dataset = pickle.loads(saved.read_bytes())
+    with pytest.raises(CoordinationError, match="build a new StreamingDataset with the same "
+                                                "arguments"):
+        next(iter(dataset))
