@@ -60,14 +60,3 @@ def test_planner_imports_without_torch() -> None:
             'streaming.base.distributed; assert "torch" not in sys.modules')
     subprocess.run([sys.executable, '-c', code], check=True)
 
-
-def test_py1br_names_a_block_size_too_small() -> None:
-    """The reference fails there with numpy's bare "high <= 0"."""
-    import numpy as np
-
-    from streaming.order.shuffle.py1br import get_shuffle_py1br
-
-    sizes = np.array([5, 5], np.int64)
-    with pytest.raises(ValueError, match="shuffle_block_size=1 is too small for py1br"):
-        get_shuffle_py1br(sizes, 1, 0, 0, 1)
-    assert sorted(get_shuffle_py1br(sizes, 1, 0, 0, 2).tolist()) == list(range(10))

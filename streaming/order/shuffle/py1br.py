@@ -38,13 +38,10 @@ def get_shuffle_py1br(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, 
     int(1.25*block_size))` per block until the node is covered, then `e.shuffle(block)` for each
     of its blocks in order.
     """
-    low, high = int(0.75 * block_size), int(1.25 * block_size)
-    if low < 1:  # numpy's own words for it: "high <= 0", from the staggers' draw
-        raise ValueError(f"shuffle_block_size={block_size} is too small for py1br, whose "
-                         "blocks are drawn from [0.75, 1.25) x the block size: use 2 or more.")
     spans, rng, num_samples = epoch_spans(shard_sizes, num_canonical_nodes, seed, epoch)
     ids = np.empty(num_samples, np.int64)
     fill_spans(ids, spans.begins, spans.sizes)
+    low, high = int(0.75 * block_size), int(1.25 * block_size)
     staggers = rng.integers(0, low, (num_canonical_nodes,)).tolist()
     for (start, stop), stagger in zip(spans.node_ranges(), staggers):
         for begin, finish in _node_blocks(rng, start, stop, stagger, low, high):
