@@ -59,4 +59,3 @@ def test_planner_imports_without_torch() -> None:
     code = ('import sys, streaming.order, streaming.base.batching, streaming.base.world, '
             'streaming.base.distributed; assert "torch" not in sys.modules')
     subprocess.run([sys.executable, '-c', code], check=True)
-
