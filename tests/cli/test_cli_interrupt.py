@@ -33,6 +33,23 @@ class _StallingHandler(SimpleHTTPRequestHandler):
         pass
 
 
+def _start_as_from_a_terminal(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start `argv` in its own process group with SIGINT at its default, as a shell's
+    foreground job has it.
+
+    A job that a non-interactive shell put in the background (``(make test &)``) starts with
+    SIGINT ignored, and children inherit that: Python then installs no KeyboardInterrupt
+    handler and the Ctrl-C below would rightly do nothing. A handler set here is reset to the
+    default by exec, so the child starts as it would in a terminal.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("command", ["validate", "bench"])
 def test_ctrl_c_during_a_parallel_command_is_one_line_and_exit_130(
         command: str, dataset: str, tmp_path: Any) -> None:
@@ -43,9 +60,8 @@ def test_ctrl_c_during_a_parallel_command_is_one_line_and_exit_130(
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/{os.path.basename(dataset)}"
     env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "streaming", command, url, "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+    proc = _start_as_from_a_terminal(
+        [sys.executable, "-m", "streaming", command, url, "--workers", "2"], env)
     try:
         assert handler.asked.wait(120), "no shard was ever requested"
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
