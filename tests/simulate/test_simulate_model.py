@@ -198,3 +198,13 @@ def test_a_shard_with_a_metadata_file_is_two_fetches_each_paying_the_latency(tmp
         assert result.epochs[0].nodes[0].fetches == files * shards
         assert result.epochs[0].nodes[0].fetch_bytes == int(stream.fetch_bytes.sum())
         assert result.seconds == pytest.approx(files * shards * 0.1, rel=0.01)
+
+
+def test_a_prefetch_window_of_thousands_of_shards_runs_at_unlimited_bandwidth():
+    # Batch 256 predownloads 2,048 samples: 205 shards of 10 at once, each finishing at the
+    # instant it starts. Finishing inside the call that started it nested a call chain per
+    # shard until RecursionError.
+    result = simulate([SimStream.synthetic(2_000, 10, 1_000)], batch_size=256, workers=8)
+    node = result.epochs[0].nodes[0]
+    assert node.fetches == 2_000
+    assert result.samples_per_epoch == 20_000
