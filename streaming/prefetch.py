@@ -269,6 +269,13 @@ class Prefetcher:
                 if claimed:
                     self.reads.release(shard)
                 return
+            if position < self.consumed:
+                # The consumer got here first: it fetches what it still reads itself, and a
+                # shard it has read past may have been evicted since (fetching it again would
+                # be a refetch of a shard this epoch no longer needs).
+                if claimed:
+                    self.reads.release(shard)
+                continue
             try:
                 if claimed:
                     self.reads.prepare_claimed(shard)
