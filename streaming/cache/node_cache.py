@@ -297,7 +297,9 @@ class NodeCache(NodeMetrics):
             if exclude >= 0:
                 evictable[exclude] = False
             victims = choose_evictions(
-                size_bytes=self.info.cache_bytes,
+                # What evicting each frees: a prepared shard holds its raw form only, less
+                # than the raw + zip bytes reserved for it while it was fetched.
+                size_bytes=self.counted.numpy(),
                 resident=states == ShardState.LOCAL,
                 evictable=evictable,
                 last_access=self.access_times.numpy(),

@@ -98,7 +98,7 @@ class SimNodeCache:
         evictable[shard] = False
         try:
             victims = choose_evictions(
-                size_bytes=self.cache_bytes, resident=self.state == LOCAL, evictable=evictable,
+                size_bytes=self.counted, resident=self.state == LOCAL, evictable=evictable,
                 last_access=self.last_access, usage_bytes=self.usage, limit_bytes=self.limit,
                 needed_bytes=needed, next_use=uses)
         except CacheFullError:
