@@ -38,10 +38,10 @@ class Array:
 
     def __getitem__(self, at: Any) -> Any:
         if isinstance(at, (int, np.integer)):
-            size = self.size
+            at, size = int(at), self.size  # a Python int: -1 + size overflows an int8
             if -size <= at < 0:
                 at += size
-            return self.get_item(int(at))
+            return self.get_item(at)
         if isinstance(at, slice):
             get_item = self.get_item
             return [get_item(idx) for idx in self._each_slice_index(at)]

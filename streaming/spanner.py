@@ -41,6 +41,9 @@ class Spanner:
         Raises:
             IndexError: the id is outside ``[0, num_samples)``.
         """
+        if not isinstance(index, (int, np.integer)):  # a float would floor to a wrong sample
+            raise TypeError(f"A sample index must be an integer, got {type(index).__name__} "
+                            f"{index!r}.")
         if not (0 <= index < self.num_samples):
             raise IndexError(
                 f"Invalid sample index `{index}`: 0 <= {index} < {self.num_samples}"

@@ -77,3 +77,11 @@ def test_unsupported_types(bad: object) -> None:
 
 def test_each_slice_index() -> None:
     assert list(Range(10)._each_slice_index(slice(-3, None))) == [7, 8, 9]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8])
+def test_a_small_numpy_integer_counts_from_the_end_without_overflow(dtype: type) -> None:
+    # `np.int8(-1) + 300` overflowed the int8 (OverflowError) before becoming a Python int.
+    data = Range(300)
+    at = dtype(-1) if np.issubdtype(dtype, np.signedinteger) else dtype(255)
+    assert data[at] == (299 if at < 0 else 255)

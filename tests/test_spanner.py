@@ -58,3 +58,14 @@ def test_locate_many_keeps_shape() -> None:
     assert shards.tolist() == [[0, 1], [1, 0]]
     assert offsets.tolist() == [[0, 1], [3, 3]]
     assert spanner[np.int64(6)] == (1, 2)
+
+
+@pytest.mark.parametrize("index", [2.5, 2.0, "2", None])
+def test_an_index_that_is_not_an_integer_is_refused(index: object) -> None:
+    # `get_item(2.5)` used to return sample 2 (bisect and `int()` take a float).
+    with pytest.raises(TypeError, match="must be an integer"):
+        Spanner(np.array([3, 3], np.int64), 4)[index]  # type: ignore[index]
+
+
+def test_numpy_integer_ids_are_accepted() -> None:
+    assert Spanner(np.array([3, 3], np.int64), 4)[np.int8(4)] == (1, 1)
