@@ -259,7 +259,7 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
         raise click.BadParameter(_unknown(err)) from err
     except (OSError, ValueError, RuntimeError, ImportError) as err:
         fail(str(err))
-    except MemoryError as err:
+    except (MemoryError, OverflowError) as err:  # e.g. more bytes than an int64 counts
         fail(f"the epoch is too large to simulate in this machine's memory ({err})")
     emit(result.to_json(), as_json, lambda _: result.render())
 

@@ -11,7 +11,10 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from streaming.order.plan import OrderOptions
+from streaming.units import bytes_to_int
 
 __all__ = ["SimConfig"]
 
@@ -30,8 +33,10 @@ class SimConfig:
         batch_size: per-device batch size.
         predownload: samples each worker may prepare ahead of its reads (None: the dataset's
             default of 8 batches).
-        cache_limit: bytes the node cache may hold (None: unlimited).
-        bandwidth: bytes per second of each node's link to the remote (None: unlimited);
+        cache_limit: bytes the node cache may hold (None: unlimited); a number or a size such
+            as ``"50gb"``, as `StreamingDataset` takes it.
+        bandwidth: bytes per second of each node's link to the remote (None: unlimited; a
+            size such as ``"500mb"`` reads as that many bytes per second);
             concurrent fetches share it equally.
         latency: seconds from a fetch's request to its first byte.
         step_seconds_per_sample: the training step's time per sample of a device's batch.
@@ -70,12 +75,14 @@ class SimConfig:
     epochs: int = 1
 
     def __post_init__(self) -> None:
+        self._normalise()
         for name in ("nodes", "ranks_per_node", "batch_size", "epochs", "max_fetches"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer, got "
                                  f"{getattr(self, name)!r}.")
-        if not isinstance(self.workers, int) or self.workers < 0:
-            raise ValueError(f"`workers` must be 0 or more, got {self.workers!r}.")
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
+            raise ValueError(f"`workers` must be an integer, 0 or more, got {self.workers!r}.")
         if self.workers and self.prefetch_factor < 1:
             raise ValueError("`prefetch_factor` must be at least 1 with workers, got "
                              f"{self.prefetch_factor}.")
@@ -92,10 +99,26 @@ class SimConfig:
         for name in ("latency", "step_seconds_per_sample", "decode_seconds_per_sample",
                      "startup_seconds"):
             value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
+            if not isinstance(value, (int, float)) or not (value >= 0 and math.isfinite(value)):
                 raise ValueError(f"`{name}` must be a finite number of seconds >= 0, got "
                                  f"{value}.")
         self.options()  # the order knobs, checked now as a dataset checks them
+
+    def _normalise(self) -> None:
+        """Take what a dataset takes: numpy integers as counts, and sizes as text (``"50gb"``
+        for `cache_limit`, ``"500mb"`` per second for `bandwidth`), stored as plain numbers."""
+        for name in ("nodes", "ranks_per_node", "workers", "batch_size", "epochs", "max_fetches",
+                     "prefetch_factor", "predownload", "shuffle_seed", "shuffle_block_size",
+                     "num_canonical_nodes", "sampling_granularity", "epoch_size"):
+            value = getattr(self, name)
+            if isinstance(value, np.integer):
+                object.__setattr__(self, name, int(value))
+        for name in ("cache_limit", "bandwidth"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, bytes_to_int(value))
+            elif isinstance(value, np.generic):
+                object.__setattr__(self, name, value.item())
 
     def options(self) -> OrderOptions:
         """The order knobs as the planner takes them (checked there, as a dataset's are)."""

@@ -68,7 +68,7 @@ class SimResult:
             f"{cfg['workers']} worker(s), batch {cfg['batch_size']}, "
             f"{self.samples_per_epoch:,} samples per epoch, "
             f"shuffle {cfg['shuffle_algo'] if cfg['shuffle'] else 'off'}",
-            f"link per node: {_rate(cfg['bandwidth'])}, latency {cfg['latency'] * 1e3:.0f} ms; "
+            f"link per node: {_rate(cfg['bandwidth'])}, latency {_latency(cfg['latency'])}; "
             f"cache limit: {_bytes(cfg['cache_limit']) if cfg['cache_limit'] else 'none'}",
             "",
             f"time to first batch  {self.first_batch_seconds:10.3f} s",
@@ -174,3 +174,10 @@ def _rate(value: float | None) -> str:
 def _per_second(rate: float, width: int) -> str:
     """A rate for the table; "unbounded" when nothing in the model took time."""
     return f"{rate:{width},.0f}" if math.isfinite(rate) else f"{'unbounded':>{width}}"
+
+
+def _latency(seconds: float) -> str:
+    """``20 ms``, or ``300 us`` below a millisecond (which ``0 ms`` would hide)."""
+    if 0 < seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    return f"{seconds * 1e3:.0f} ms"

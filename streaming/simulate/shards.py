@@ -108,20 +108,22 @@ class SimStream:
 
 def stream_of_dataset(location: str, split: str | None = None,
                       **weights: float | int | None) -> SimStream:
-    """The stream of a dataset directory or URL, reading only its index.json.
+    """The stream of a dataset directory or URL (or its index.json), reading only its index.
 
     Raises:
         FileNotFoundError: no index.json there.
         IndexFormatError: a malformed index.
     """
     name = get_index_basename()
+    if location.rstrip("/").endswith("/" + name) or location == name:  # the index file itself
+        location = location.rstrip("/")[:-len(name)] or "."
     if scheme_of(location) and not location.startswith("file://"):
         where = location.rstrip("/") + (f"/{split.strip('/')}" if split else "")
         text = open_store(where).get(name)
         label = f"{where}/{name}"
     else:
         path = location.removeprefix("file://")
-        path = os.path.join(os.path.expanduser(path), split or "", name)
+        path = os.path.join(os.path.expanduser(path), (split or "").strip("/"), name)
         with open(path, "rb") as file:
             text = file.read()
         label = path

@@ -115,3 +115,22 @@ def test_bad_settings_exit_with_a_reason(tmp_path):
     assert result.exit_code == 1 and "Error" in result.output
     result = _run("--synthetic", "10,100", "--batch-size", "8")
     assert result.exit_code == 2 and "SHARDS,SAMPLES,BYTES" in result.output
+
+
+def test_an_index_file_a_slashed_split_and_a_short_latency(tmp_path):
+    out = _dataset(str(tmp_path / "ds" / "train"))
+    by_dir = _json(out, "--batch-size", "8", "--workers", "1")
+    by_file = _json(os.path.join(out, "index.json"), "--batch-size", "8", "--workers", "1")
+    by_split = _json(str(tmp_path / "ds"), "--split", "/train/", "--batch-size", "8",
+                     "--workers", "1")
+    assert by_file["epochs"] == by_dir["epochs"] == by_split["epochs"]
+    table = _run(out, "--batch-size", "8", "--workers", "1", "--latency", "300us").output
+    assert "latency 300 us" in table  # it said "0 ms"
+
+
+def test_sizes_past_what_numbers_hold_exit_with_a_reason():
+    result = _run("--synthetic", "100000,1,100000000000000", "--batch-size", "8",
+                  "--workers", "1")
+    assert result.exit_code == 1, result.output
+    assert "too large to simulate" in result.output
+    assert "Traceback" not in result.output

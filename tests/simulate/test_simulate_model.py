@@ -221,3 +221,18 @@ def test_a_cache_limit_holds_with_compressed_shards(bandwidth):
     node = result.epochs[0].nodes[0]
     assert node.evictions > 0
     assert node.peak_cache_bytes <= limit
+
+
+def test_settings_are_taken_as_a_dataset_takes_them():
+    config = SimConfig(cache_limit="1mb", bandwidth="500mb", nodes=np.int64(2),
+                       batch_size=np.int32(8))
+    assert (config.cache_limit, config.bandwidth) == (1 << 20, 500 << 20)
+    assert (config.nodes, config.batch_size) == (2, 8)
+    assert type(config.nodes) is int and type(config.batch_size) is int
+
+
+@pytest.mark.parametrize("settings_", [{"latency": None}, {"batch_size": True},
+                                       {"workers": 2.0}, {"cache_limit": "lots"}])
+def test_settings_of_the_wrong_type_get_a_message(settings_):
+    with pytest.raises(ValueError, match="must be|Unsupported"):
+        SimConfig(**settings_)
