@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streaming.cache.reading_slot import holding
 from streaming.errors import ShardSizeMismatchError
 
 if TYPE_CHECKING:
@@ -34,27 +35,40 @@ class CacheControls:
     def _read(self, shard_id: int, index: int, retry: int = 7) -> Any:
         """One sample of one shard, making the shard local first if its file is missing
         (evicted, deleted behind our back) or is not the file its index names (cut short)."""
-        cause = ""  # the message only: a kept exception would tie this frame into a cycle
-        waited = 0.0
         mismatched = False
+        try:
+            sample = self.shards[shard_id].get_item(index)  # the usual case: it is local
+        except ShardSizeMismatchError:  # a truncated copy in the cache: made again at once
+            cause, mismatched = "", True
+        except FileNotFoundError as err:
+            cause = str(err)  # the message only: a kept exception would tie this frame into a cycle
+        else:
+            self._cache.touch(shard_id)
+            return sample
+        with holding(self._cache, shard_id):  # not evicted between its fetch and its read
+            return self._fetch_and_read(shard_id, index, retry, cause, mismatched)
+
+    def _fetch_and_read(self, shard_id: int, index: int, retry: int, cause: str,
+                        mismatched: bool) -> Any:
+        waited = 0.0
         for attempt in range(1 + retry):
-            try:
-                sample = self.shards[shard_id].get_item(index)
-                self._cache.touch(shard_id)
-                if attempt:  # the shard was not local: the caller waited for it
-                    self._cache.counters.add_many({"shard_waits": 1,
-                                                   "shard_wait_seconds": waited})
-                return sample
-            except ShardSizeMismatchError:
-                if mismatched:  # made again, still not the indexed file: no remote has it
-                    raise
-                mismatched = True  # a truncated copy in the cache: made again at once
-            except FileNotFoundError as err:
-                cause = str(err)
             self.shards[shard_id].close()
             start = time.perf_counter()
             self._cache.prepare(shard_id, blocking=True, force=attempt > 0 or mismatched)
             waited += time.perf_counter() - start
+            try:
+                sample = self.shards[shard_id].get_item(index)
+            except ShardSizeMismatchError:
+                if mismatched:  # made again, still not the indexed file: no remote has it
+                    raise
+                mismatched = True
+                continue
+            except FileNotFoundError as err:
+                cause = str(err)
+                continue
+            self._cache.touch(shard_id)
+            self._cache.counters.add_many({"shard_waits": 1, "shard_wait_seconds": waited})
+            return sample
         hint = ("This may be due to thrashing caused by `cache_limit` being set too low."
                 if self._cache.cache_limit else "Check if the shard file exists in your remote "
                 "location or have you deleted the shard file from the local directory?")
