@@ -34,6 +34,7 @@ from streaming.format.writer_args import parse_compression, parse_hashes, parse_
 from streaming.hashing import get_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
+from streaming.storage.urls import redact
 
 __all__ = ["JointWriter", "MissingColumnError", "SplitWriter", "Writer"]
 
@@ -95,7 +96,7 @@ class Writer(ABC):
         )
         self.remote = self.cloud_writer.remote
         self._bar = open_bar(bool(kwargs.get("progress_bar")) and self.remote is not None,
-                             desc=f"Uploading to {self.remote}")
+                             desc=f"Uploading to {redact(self.remote or '')}")
         if self._bar is not None:
             self.cloud_writer.progress = self._bar.update
         self._reset_cache()

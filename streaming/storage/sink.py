@@ -28,7 +28,7 @@ from streaming.errors import StreamingError
 from streaming.storage.base import Store
 from streaming.storage.schemes import get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import push
-from streaming.storage.urls import split_out
+from streaming.storage.urls import redact, split_out
 
 __all__ = ["Sink", "SinkError", "open_sink"]
 
@@ -78,8 +78,8 @@ class Sink:
                 raise ValueError(f"Invalid Cloud provider prefix: {scheme_of(self.remote)}.")
             self.store = open_store(self.remote, **store_options)
             if not self.store.supports_writes:
-                raise ValueError(f"Cannot write to {self.remote}: {type(self.store).__name__} "
-                                 "is read-only")
+                raise ValueError(f"Cannot write to {redact(self.remote)}: "
+                                 f"{type(self.store).__name__} is read-only")
             self.store.check_container()  # a misspelt bucket fails now, not after the work
         self._max_workers = max_workers
         self._executor: ThreadPoolExecutor | None = None
@@ -124,7 +124,7 @@ class Sink:
         except BaseException as err:
             with self._error_lock:  # said once, when it happens (not after the queue drains)
                 if self._error is None:
-                    logger.error("Sending a file to %s failed: %s", self.remote, err)
+                    logger.error("Sending a file to %s failed: %s", redact(self.remote or ""), err)
                     self._error = err
             self._failed.set()
             raise

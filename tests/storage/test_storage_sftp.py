@@ -55,3 +55,31 @@ def test_a_key_in_the_users_ssh_agent_logs_in(sftp_server: Server, tmp_path: Any
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_the_password_of_an_sftp_url_stays_out_of_the_bar_and_the_log(
+        sftp_server: Server, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streaming import MDSWriter
+    from streaming.storage import sink
+
+    for name, value in sftp_server.env.items():  # the server's host key, as a user sets it
+        monkeypatch.setenv(name, value)
+    url = sftp_server.fresh_url()
+    assert f":{SFTP_PASSWORD}@" in url
+    with MDSWriter(out=url, columns={"x": "int"}, progress_bar=True) as writer:
+        writer.write({"x": 1})
+    shown = capsys.readouterr().err
+    assert "Uploading to sftp://" in shown  # the bar was shown ...
+    assert SFTP_PASSWORD not in shown  # ... without the password
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("refused")
+
+    monkeypatch.setattr(sink, "push", refused)
+    writer = MDSWriter(out=sftp_server.fresh_url(), columns={"x": "int"})
+    writer.write({"x": 1})
+    with pytest.raises(Exception):  # noqa: B017 - the failure itself is tested elsewhere
+        writer.finish()
+    assert "Sending a file to sftp://" in caplog.text
+    assert SFTP_PASSWORD not in caplog.text
