@@ -59,7 +59,9 @@ class Writer(ABC):
 
     Args:
         out: local directory, remote URL, or ``(local, remote)`` pair (see `open_sink`).
-        keep_local: with a remote, keep the local files after they are sent.
+        keep_local: with a remote, keep the local files after they are sent. Without it, a
+            local directory of the user's is still kept when an upload failed (it holds what
+            never reached the remote); a temp directory of ours is always removed.
         compression: ``algo`` or ``algo:level``; when set only compressed files are written.
         hashes: sorted algorithm names whose digests are recorded for every file.
         size_limit: shard size budget in bytes (or ``"64mb"``); None/0 for a single shard.
@@ -224,6 +226,10 @@ class Writer(ABC):
         if self.cloud_writer.failed:
             self.event.set()
             self.cloud_writer.abort()
+            # Nothing more will be written (no index is published after a failed transfer):
+            # clean up now, as a writer used without `with` may never reach `finish`.
+            self._finished = True
+            self._clean_local()
             raise SinkError() from self.cloud_writer.error
 
     def _write_index(self) -> None:
@@ -296,8 +302,15 @@ class Writer(ABC):
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        if self.remote and not self.keep_local:
-            shutil.rmtree(self.local, ignore_errors=True)
+        if not self.remote or self.keep_local:
+            return
+        if self.cloud_writer.failed and not self.cloud_writer.temporary:
+            # The user's own directory holds the only copy of what never reached the remote.
+            logger.warning("Not every file reached %s; %s keeps the shards written (it is "
+                           "removed only after a complete upload).", redact(self.remote),
+                           self.local)
+            return
+        shutil.rmtree(self.local, ignore_errors=True)
 
     def cancel_future_jobs(self) -> None:
         """Cancel pending transfers (reference name)."""

@@ -87,6 +87,7 @@ class Sink:
         self._error: BaseException | None = None  # the first failure, kept for every raise
         self._error_lock = threading.Lock()
         self._failed = threading.Event()
+        self.temporary = False  # `local` is a directory of ours (`open_sink`), not the user's
 
     @property
     def failed(self) -> bool:
@@ -223,4 +224,5 @@ def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = N
         if created:  # leave no directory behind that only this failed call made
             shutil.rmtree(created, ignore_errors=True)
         raise
+    sink.temporary = given is None
     return local, sink

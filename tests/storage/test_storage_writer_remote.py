@@ -139,6 +139,31 @@ def test_failed_upload_fails_the_writer_and_publishes_no_index(moto_server: Serv
         proxy.stop()
     direct = open_store(url, **moto_server.options)  # around the proxy
     assert direct.exists("shard.00000.mds.zstd") and not direct.exists("index.json")
+    # The temp directory of unsent shards goes, though `finish` may not be reached (a writer
+    # used without `with` whose `write` raised) and the user never saw its name.
+    assert not os.path.exists(writer.local)
+
+
+def test_a_failed_upload_keeps_the_users_own_local_directory(tmp_path: Any,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture
+                                                             ) -> None:
+    """`keep_local=False` removes the user's local directory only after a complete upload: it
+    holds the only copy of what never reached the remote."""
+    from streaming.storage import sink
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("refused")
+
+    monkeypatch.setattr(sink, "push", refused)
+    local = tmp_path / "local"
+    with pytest.raises(Exception, match="One of the threads failed"):
+        with MDSWriter(out=(str(local), str(tmp_path / "remote")), columns=COLUMNS,
+                       size_limit=6_000, keep_local=False) as writer:
+            for i in range(300):
+                writer.write({"id": i, "tokens": tokens_for(i)})
+    assert any(name.startswith("shard.") for name in os.listdir(local))
+    assert str(local) in caplog.text and "keeps the shards written" in caplog.text
 
 
 def test_local_folder_remote_still_works(tmp_path: Any) -> None:
