@@ -190,7 +190,7 @@ def merge_index_command(root: str, remote: str | None, drop_local: bool, strict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the report lists what was skipped
             report = merge_root(_out_arg(remote, root) if remote else root,
-                                keep_local=not drop_local)
+                                keep_local=not drop_local, strict=strict)
     except (OSError, ValueError, RuntimeError) as err:
         fail(str(err))
     finally:

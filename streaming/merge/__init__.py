@@ -41,7 +41,7 @@ from streaming.merge._partition import (
     _read_partition,
 )
 from streaming.merge._publish import _publish
-from streaming.storage.urls import split_out
+from streaming.storage.urls import redact, split_out
 
 __all__ = ["MergeReport", "merge_index", "merge_partitions"]
 
@@ -93,6 +93,7 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
     shards: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as temp_root:
         for url in urls:
+            label = redact(url if isinstance(url, str) else url[0] or url[1])
             try:
                 part = _read_partition(url, temp_root, download_timeout)
                 name = str(url if isinstance(url, str) else url[0] or url[1])
@@ -101,12 +102,12 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
             except (OSError, ValueError, RuntimeError) as err:
                 if strict:
                     raise
-                report.skipped[str(url)] = str(err)
-                warnings.warn(f"merge_index: skipping sub-dataset {url}: {err}", stacklevel=3)
+                report.skipped[label] = str(err)
+                warnings.warn(f"merge_index: skipping sub-dataset {label}: {err}", stacklevel=3)
                 continue
             prefix = _prefix_of(part, url, local, remote)
             if prefix in (None, "."):
-                report.skipped[str(url)] = _ROOT_ITSELF
+                report.skipped[label] = _ROOT_ITSELF
                 continue
             shards += _prefixed(read_index_objects(part.text, name), prefix)
             report.partitions.append(prefix)
@@ -176,7 +177,8 @@ def _merge_index_from_root(out: Any, keep_local: bool = True,
     merge_root(out, keep_local, download_timeout)
 
 
-def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60) -> MergeReport:
+def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60, *,
+               strict: bool = False) -> MergeReport:
     """Find the sub-datasets under `out` (local side, remote side or both) and merge them.
 
     A sub-dataset is a directory below `out` holding ``index.json``; it is read locally when the
@@ -184,9 +186,13 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60) 
     (a writer that died), and sub-datasets whose files are incomplete, are skipped with a
     warning. With no sub-dataset at all nothing is written.
 
+    With `strict`, a sub-dataset that would be skipped fails the merge instead, before
+    anything is written (a gate must not publish the partial index it then rejects).
+
     Raises:
         IncompletePartitionError: sub-datasets were found but none is complete (nothing is
-            written: an empty index would replace the one there).
+            written: an empty index would replace the one there); with `strict`, any
+            sub-dataset that is incomplete.
     """
     if not out:
         logger.warning("No MDS dataset folder specified, no index merged")
@@ -208,14 +214,22 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60) 
     report_skips = {}
     for orphan in sorted(orphans):
         reason = "it has shard files but no index.json (a writer that did not finish)"
+        if strict:
+            raise IncompletePartitionError(f"merge_index: sub-dataset {orphan}: {reason}; "
+                                           "nothing was merged.")
         report_skips[orphan] = reason
         warnings.warn(f"merge_index: skipping sub-dataset {orphan}: {reason}", stacklevel=3)
     if not found:
         logger.warning("No sub-dataset with an index.json under %s; no index merged", out)
         return MergeReport(skipped=report_skips)
     _refuse_a_dataset_at_the_root(out)
-    report = merge_partitions([found[top] for top in sorted(found)], out, keep_local,
-                              download_timeout, strict=False)
+    tops = sorted(found)
+    report = merge_partitions([found[top] for top in tops], out, keep_local, download_timeout,
+                              strict=strict)
+    # Skips by the sub-dataset's folder, as the orphans are (not by index path or URL).
+    named = {redact(where if isinstance(where, str) else where[0] or where[1]): top
+             for top, where in found.items()}
+    report.skipped = {named.get(key, key): why for key, why in report.skipped.items()}
     report.skipped.update(report_skips)
     return report
 

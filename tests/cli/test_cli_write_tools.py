@@ -73,8 +73,11 @@ def test_merge_index_command(cli: Callable, tmp_path: Any) -> None:
     run = cli("merge-index", str(root), "--json")
     assert run.code == 0 and run.json()["partitions"] == ["p0", "p1"]
     assert "p2" in run.json()["skipped"] and run.json()["samples"] == 5
+    with MDSWriter(out=str(root / "p3"), columns={"id": "int"}) as writer:
+        writer.write({"id": 5})
     rerun = cli("merge-index", str(root), "--strict")
-    assert rerun.code == 1 and "skipped p2" in rerun.out
+    assert rerun.code == 1 and "p2" in rerun.out + rerun.err
+    # A gate that fails writes nothing: the index is still the first merge's (no p3).
     assert cli("inspect", str(root), "--json").json()["samples"] == 5
     assert cli("merge-index", str(root), "--no-keep-local").code == 2
     assert cli("merge-index", str(tmp_path / "empty")).code == 1

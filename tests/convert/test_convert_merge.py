@@ -102,8 +102,25 @@ def test_half_written_partition_is_skipped_with_a_warning(parts: str,
     messages = [str(w.message) for w in record]
     assert any("p2" in m and "no index.json" in m for m in messages)
     assert any("p3" in m and "incomplete" in m for m in messages)
-    assert report.partitions == ["p0", "p1"] and set(report.skipped) >= {"p2"}
+    assert report.partitions == ["p0", "p1"] and set(report.skipped) == {"p2", "p3"}
     assert _ids(parts) == list(range(12))
+
+
+def test_skips_are_named_by_folder_and_strict_writes_nothing(
+        tmp_path: Any, write_mds: Callable[..., str]) -> None:
+    remote = f"file://{tmp_path}/remote"
+    for name, ids in (("p0", range(3)), ("p1", range(3, 6))):
+        write_mds((f"{tmp_path}/l{name}", f"{remote}/{name}"), ids)
+    os.remove(f"{tmp_path}/remote/p1/shard.00000.mds")
+    with pytest.warns(UserWarning):
+        report = merge_root(remote)
+    assert report.partitions == ["p0"]
+    assert list(report.skipped) == ["p1"]  # not "('', 'file://.../p1/index.json')"
+    before = open(f"{tmp_path}/remote/index.json").read()
+    write_mds((f"{tmp_path}/lp2", f"{remote}/p2"), range(6, 8))
+    with pytest.raises(FileNotFoundError, match="incomplete"):
+        merge_root(remote, strict=True)
+    assert open(f"{tmp_path}/remote/index.json").read() == before  # p2 not published
 
 
 def test_list_form_refuses_an_incomplete_partition(parts: str) -> None:
