@@ -33,8 +33,11 @@ _logger = logging.getLogger(__name__)
 # policy forbids the request.
 _XML_CODE = re.compile(r"<Code>(\w+)</Code>")  # of an S3/Azure error body
 _XML_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
+# Azure says "AuthenticationFailed" for a wrong key; Azurite says "AuthorizationFailure" (which
+# Azure keeps for policy refusals) with Azure's message for it, matched by that message.
 _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|InvalidToken|"
-                              r"ExpiredToken|AuthenticationFailed|InvalidAuthenticationInfo)\b")
+                              r"ExpiredToken|AuthenticationFailed|InvalidAuthenticationInfo|"
+                              r"Server failed to authenticate the request)\b")
 
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
            "ErrorKind", "error_detail", "split_url", "join_key"]

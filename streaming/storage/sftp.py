@@ -9,6 +9,7 @@ it, so threads do not serialise on one channel. Uploads write a temp name and re
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import posixpath
 import stat
@@ -21,6 +22,8 @@ import paramiko
 from streaming.atomic import temp_name_for
 from streaming.storage.base import MeteredWriter, ProgressFn, Store
 from streaming.storage.urls import parse_sftp_url
+
+_logger = logging.getLogger(__name__)
 
 __all__ = ["SFTPStore", "SFTPOptions"]
 
@@ -86,6 +89,19 @@ class SFTPStore(Store):
                 raise PermissionError(f"Unknown SFTP host key for {self.url}: {err}") from None
             raise ConnectionError(f"SFTP connection to {self.url} failed: {err}") from err
         return client
+
+    def check_container(self) -> None:
+        """Log in now, so a wrong password or an unknown host key fails before a writer's work,
+        not at its first upload. (A server that cannot be reached now passes: the uploads
+        retry.)
+
+        Raises:
+            PermissionError: the login is refused, has no credentials, or the host is unknown.
+        """
+        try:
+            self._client()
+        except ConnectionError as err:
+            _logger.warning("Could not log in to %s to check it: %s", self.url, err)
 
     @contextmanager
     def _sftp(self, path: str) -> Iterator[paramiko.SFTPClient]:

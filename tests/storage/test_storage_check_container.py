@@ -65,6 +65,29 @@ def test_a_missing_azure_container_fails_the_writer_at_once(
         MDSWriter(out=missing, columns={"x": "int"})
 
 
+def test_a_wrong_azure_key_fails_the_writer_at_once(
+        azurite_server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    azurite_server.apply_env(monkeypatch)
+    monkeypatch.setenv("AZURE_ACCOUNT_ACCESS_KEY", "d3Jvbmc=")  # base64 of "wrong"
+    local = tmp_path / "local"
+    with pytest.raises(AccessDeniedError, match="authenticate"):
+        MDSWriter(out=(str(local), azurite_server.fresh_url()), columns={"x": "int"})
+    assert not local.exists()
+
+
+def test_a_wrong_sftp_password_fails_the_writer_at_once(
+        sftp_server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.storage.servers import SFTP_PASSWORD
+
+    for name, value in sftp_server.env.items():
+        monkeypatch.setenv(name, value)
+    url = sftp_server.fresh_url().replace(f":{SFTP_PASSWORD}@", ":wrong@")
+    local = tmp_path / "local"
+    with pytest.raises(PermissionError, match="login refused"):
+        MDSWriter(out=(str(local), url), columns={"x": "int"})
+    assert not local.exists()
+
+
 def test_no_aws_credentials_anywhere_fail_the_writer_at_once(
         s3: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """No keys, no profile, no instance role (the metadata endpoint is a closed local port):
