@@ -46,8 +46,10 @@ from streaming.errors import CoordinationError
 
 __all__ = ["Namespace"]
 
-_REBUILD = ("A dataset unpickled (torch.save, pickle) after the process that made it ended "
-            "cannot be used: build a new StreamingDataset with the same arguments.")
+_REBUILD = ("A dataset unpickled (torch.save, pickle) after the dataset it was copied from was "
+            "closed or dropped (or its process ended) cannot be used: its node state went with "
+            "it. Build a new StreamingDataset with the same arguments, or keep the original "
+            "open while copies are used.")
 
 log = logging.getLogger(__name__)
 

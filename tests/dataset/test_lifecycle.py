@@ -467,3 +467,18 @@ def test_a_dataset_saved_by_an_ended_process_says_to_build_a_new_one(tmp_path) -
     with pytest.raises(CoordinationError, match="build a new StreamingDataset with the same "
                                                 "arguments"):
         next(iter(dataset))
+
+
+def test_a_copy_used_after_its_original_was_dropped_says_why(ints30: str,
+                                                              cache_dir: Callable[[], str]
+                                                              ) -> None:
+    # The message blamed "the process that made it ended" while that process was alive.
+    from streaming.errors import CoordinationError
+
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2)
+    blob = pickle.dumps(ds)
+    ds.close()
+    del ds
+    copy = pickle.loads(blob)
+    with pytest.raises(CoordinationError, match="closed or dropped"):
+        next(iter(copy))
