@@ -48,7 +48,7 @@ __all__ = ["Namespace"]
 
 _REBUILD = ("A dataset unpickled (torch.save, pickle) after the dataset it was copied from was "
             "closed or dropped (or its process ended) cannot be used: its node state went with "
-            "it. Build a new StreamingDataset with the same arguments, or keep the original "
+            "it, so build a new StreamingDataset with the same arguments, or keep the original "
             "open while copies are used.")
 
 log = logging.getLogger(__name__)
