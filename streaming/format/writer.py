@@ -95,7 +95,7 @@ class Writer(ABC):
         self.local, self.cloud_writer = open_sink(
             out, keep_local=keep_local, max_workers=kwargs.get("max_workers"),
             retry=kwargs.get("retry", 2), exist_ok=kwargs.get("exist_ok", False),
-        )
+            published=get_index_basename())
         self.remote = self.cloud_writer.remote
         self._bar = open_bar(bool(kwargs.get("progress_bar")) and self.remote is not None,
                              desc=f"Uploading to {redact(self.remote or '')}")

@@ -55,6 +55,8 @@ class Sink:
         max_workers: transfer threads (ThreadPoolExecutor's default when None).
         retry: attempts per file.
         progress: called with the bytes of each file once it landed.
+        published: the file whose presence at the remote means a dataset is there already
+            (a warning says what writing over it does).
         store_options: passed to `open_store` for the remote.
 
     Raises:
@@ -66,7 +68,8 @@ class Sink:
 
     def __init__(self, local: str, remote: str | None = None, *, keep_local: bool = False,
                  max_workers: int | None = None, retry: int = 2,
-                 progress: Callable[[int], None] | None = None, **store_options: Any) -> None:
+                 progress: Callable[[int], None] | None = None, published: str | None = None,
+                 **store_options: Any) -> None:
         self.local = local
         self.remote = _destination(local, remote)
         self.keep_local = keep_local
@@ -81,6 +84,12 @@ class Sink:
                 raise ValueError(f"Cannot write to {redact(self.remote)}: "
                                  f"{type(self.store).__name__} is read-only")
             self.store.check_container()  # a misspelt bucket fails now, not after the work
+            if published is not None and self.store.exists(published):
+                logger.warning(
+                    "%s already holds a dataset (%s). Until this writer publishes its own, "
+                    "readers get the old %s over a mix of old and new files, and old files this "
+                    "one does not overwrite stay; write to a new location to avoid both.",
+                    redact(self.remote), published, published)
         self._max_workers = max_workers
         self._executor: ThreadPoolExecutor | None = None
         self._futures: list[Future[None]] = []
@@ -188,7 +197,8 @@ def _prepare_local(local: str, exist_ok: bool) -> None:
 
 def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = None,
               retry: int = 2, exist_ok: bool = False,
-              progress: Callable[[int], None] | None = None) -> tuple[str, Sink]:
+              progress: Callable[[int], None] | None = None,
+              published: str | None = None) -> tuple[str, Sink]:
     """Resolve a writer's `out` into the local directory to write and the sink to hand files to.
 
     Args:
@@ -199,6 +209,7 @@ def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = N
         retry: attempts per file.
         exist_ok: delete an existing local directory first instead of refusing a non-empty one.
         progress: called with the bytes of each file once it landed.
+        published: see `Sink`.
 
     Raises:
         ValueError: `out` has the wrong shape, or names an unknown or read-only remote;
@@ -219,7 +230,7 @@ def open_sink(out: Any, *, keep_local: bool = False, max_workers: int | None = N
         _prepare_local(local, exist_ok)
     try:
         sink = Sink(local, remote, keep_local=keep_local, max_workers=max_workers, retry=retry,
-                    progress=progress)
+                    progress=progress, published=published)
     except BaseException:
         if created:  # leave no directory behind that only this failed call made
             shutil.rmtree(created, ignore_errors=True)

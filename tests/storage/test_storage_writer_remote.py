@@ -170,3 +170,14 @@ def test_local_folder_remote_still_works(tmp_path: Any) -> None:
     """A plain-directory remote is not a URL: the sink copies through a `LocalStore`."""
     write_local((str(tmp_path / "local"), str(tmp_path / "remote")), 120, size_limit=6_000)
     assert _streamed_ids(str(tmp_path / "remote"), tmp_path / "cache") == list(range(120))
+
+
+def test_writing_over_a_published_dataset_warns(tmp_path: Any,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """The reference writes over a remote dataset silently; until the new index lands, readers
+    get the old index over a mix of old and new shards (and a crash leaves that mix)."""
+    remote = str(tmp_path / "remote")
+    write_local((str(tmp_path / "a"), remote), 50, size_limit=6_000)
+    assert "already holds a dataset" not in caplog.text  # a fresh remote: no warning
+    write_local((str(tmp_path / "b"), remote), 50, size_limit=6_000)
+    assert f"{remote} already holds a dataset (index.json)" in caplog.text
