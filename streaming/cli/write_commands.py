@@ -159,6 +159,9 @@ def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str,
 
 def _render_merge(report: Any) -> str:
     lines = [f"skipped {name}: {why}" for name, why in report.skipped.items()]
+    if report.retired:
+        lines.append(f"ignored (marked by a replaced or failed write_parallel run): "
+                     f"{', '.join(report.retired)}")
     where = report.remote_index or report.index_path or "-"
     lines.append(f"Merged {len(report.partitions)} sub-datasets ({report.shards:,} shards, "
                  f"{report.samples:,} samples) into {where}")
@@ -203,7 +206,8 @@ def merge_index_command(root: str, remote: str | None, drop_local: bool, strict:
         fail(f"no complete sub-dataset with an index.json under {root}")
     emit({"index": report.index_path, "remote_index": report.remote_index,
           "partitions": report.partitions, "shards": report.shards, "samples": report.samples,
-          "skipped": report.skipped}, as_json, lambda _: _render_merge(report))
+          "skipped": report.skipped, "retired": report.retired}, as_json,
+         lambda _: _render_merge(report))
     if strict and report.skipped:
         raise SystemExit(1)
 

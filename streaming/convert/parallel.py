@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.convert.columns import ConversionError
+from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.convert.subsets import existing_index
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
@@ -228,6 +229,7 @@ def _write_and_merge(tasks: Sequence[Any], write: WriteTask, local: str, remote:
             "(`--exist-ok`) to replace it (the old one stays readable until the new index is "
             "written), or choose another output.")
     flat = len(tasks) == 1 and not replacing
+    replaced = parts_of_index(remote) if replacing and remote else []
     prefix = f"{uuid.uuid4().hex[:8]}-" if replacing else ""
     names = [""] if flat else [f"{prefix}part-{i:05d}" for i in range(len(tasks))]
     kwargs = dict(writer_kwargs, keep_local=keep_local or remote is None)
@@ -248,6 +250,9 @@ def _write_and_merge(tasks: Sequence[Any], write: WriteTask, local: str, remote:
         result.merge = merge_partitions(
             [_index_of(local, remote, name) for name in names],
             (local, remote) if remote else local, keep_local=keep_local or remote is None)
+        if remote:  # the dataset this run replaced: never merged again
+            retire_parts(remote, [old for old in replaced if old not in names],
+                         "a later write_parallel run replaced this dataset")
     elif remote and not keep_local:
         shutil.rmtree(local, ignore_errors=True)
     return result
@@ -256,13 +261,15 @@ def _write_and_merge(tasks: Sequence[Any], write: WriteTask, local: str, remote:
 def _remove_parts(local: str, remote: str | None, names: list[str]) -> None:
     """After a failed or interrupted run: delete the sub-datasets that did finish. Each has an
     index of its own, so `merge_index` (or `streaming merge-index`) would otherwise publish
-    them as the whole dataset. A remote's copies stay (the storage layer does not delete)."""
+    them as the whole dataset. A remote's copies stay (the storage layer does not delete),
+    marked as retired (`streaming.convert.retire`)."""
     for name in filter(None, names):  # "" is a single task written flat: nothing to merge
         shutil.rmtree(os.path.join(local, name), ignore_errors=True)
     if remote and names != [""]:
         logger.warning("The conversion to %s failed: the sub-datasets its tasks uploaded "
-                       "(%s/%s...) are not a dataset; do not merge them.", remote,
-                       remote.rstrip("/"), names[0].rsplit("-", 1)[0])
+                       "(%s/%s...) are not a dataset; they are marked so that merge-index "
+                       "ignores them.", remote, remote.rstrip("/"), names[0].rsplit("-", 1)[0])
+        retire_parts(remote, names, "the write_parallel run that wrote it failed")
 
 
 def _run_inline(index: int, write: WriteTask, task: Any, out: Any, columns: Mapping[str, str],

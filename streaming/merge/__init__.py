@@ -24,11 +24,13 @@ from typing import Any
 from streaming.format.index import get_index_basename, parse_index, read_index_objects
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
+from streaming.merge._locate import RETIRED_MARKER as RETIRED_MARKER
 from streaming.merge._locate import (
     IndexSource,
     _list_local,
     _open_store,
     _partitions_in,
+    retired_in,
 )
 from streaming.merge._locate import _format_remote_index_files as _format_remote_index_files
 from streaming.merge._locate import _not_merged_index as _not_merged_index
@@ -58,6 +60,8 @@ class MergeReport:
     remote_index: str | None = None  # where it was uploaded, if anywhere
     partitions: list[str] = field(default_factory=list)  # merged prefixes, in index order
     skipped: dict[str, str] = field(default_factory=dict)  # partition -> why it was left out
+    # Left out on purpose: marked by `write_parallel` as a replaced or failed run's (not a skip).
+    retired: list[str] = field(default_factory=list)
     shards: int = 0
     samples: int = 0
 
@@ -203,14 +207,18 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60, 
     found: dict[str, IndexSource] = {}
     orphans: set[str] = set()
     basename = get_index_basename()
+    retired = retired_in(listings["remote"]) | retired_in(listings["local"])
     for side in ("remote", "local"):  # local last: it wins where both have the partition
         tops, lost = _partitions_in(listings[side])
         orphans.update(lost)
         for top in tops:
+            if top in retired:
+                continue
             remote_url = f"{remote}/{top}/{basename}" if remote else ""
             local_path = os.path.join(local, *top.split("/"), basename) if local else ""
             found[top] = (local_path, remote_url) if remote else local_path
-    orphans -= {o for o in orphans if any((o + "/").startswith(t + "/") for t in found)}
+    orphans -= {o for o in orphans
+                if any((o + "/").startswith(t + "/") for t in (*found, *retired))}
     report_skips = {}
     for orphan in sorted(orphans):
         reason = "it has shard files but no index.json (a writer that did not finish)"
@@ -221,7 +229,7 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60, 
         warnings.warn(f"merge_index: skipping sub-dataset {orphan}: {reason}", stacklevel=3)
     if not found:
         logger.warning("No sub-dataset with an index.json under %s; no index merged", out)
-        return MergeReport(skipped=report_skips)
+        return MergeReport(skipped=report_skips, retired=sorted(retired))
     _refuse_a_dataset_at_the_root(out)
     tops = sorted(found)
     report = merge_partitions([found[top] for top in tops], out, keep_local, download_timeout,
@@ -231,6 +239,7 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60, 
              for top, where in found.items()}
     report.skipped = {named.get(key, key): why for key, why in report.skipped.items()}
     report.skipped.update(report_skips)
+    report.retired = sorted(retired)
     return report
 
 

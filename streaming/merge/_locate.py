@@ -85,6 +85,17 @@ def _list_local(root: str) -> list[str]:
     return sorted(found)
 
 
+#: A file `write_parallel` leaves in a sub-dataset that is not part of the dataset (a replaced
+#: run's, or a failed run's): `merge_root` never merges a folder holding it. (The storage layer
+#: does not delete, so the parts stay, marked.)
+RETIRED_MARKER = ".shardstream-retired"
+
+
+def retired_in(listing: list[str]) -> set[str]:
+    """The folders of `listing` that hold `RETIRED_MARKER`."""
+    return {posixpath.dirname(p) for p in listing if posixpath.basename(p) == RETIRED_MARKER}
+
+
 def _partitions_in(listing: list[str]) -> tuple[list[str], list[str]]:
     """Sub-dataset directories (with an index.json) and directories of orphaned shard files.
 

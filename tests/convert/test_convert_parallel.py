@@ -118,3 +118,23 @@ def test_a_script_without_a_main_guard_is_told_what_to_do(tmp_path: Any) -> None
     assert "BrokenProcessPool" in last
     assert f"If {script} calls this at its top level" in last
     assert 'if __name__ == "__main__":' in last and "(spawn)" in last
+
+
+def test_merging_again_never_brings_back_a_replaced_or_failed_run(tmp_path: Any) -> None:
+    """`merge-index` is safe to re-run: the parts of a run that failed and those of a dataset
+    replaced with `exist_ok` stay at the remote (nothing there is deleted), marked, and a merge
+    leaves them out. (Before, re-merging published 150 samples of five runs' parts.)"""
+    from streaming.merge import RETIRED_MARKER, merge_root
+
+    remote = f"file://{tmp_path}/remote"
+    write_parallel([0, 1], numbered, remote, columns=COLUMNS, num_workers=0)  # ids 0-19
+    with pytest.raises(ConversionError, match="boom in task 1"):
+        write_parallel([2, 1], failing, remote, columns=COLUMNS, num_workers=0, exist_ok=True)
+    write_parallel([3, 4], numbered, remote, columns=COLUMNS, num_workers=0, exist_ok=True)
+    expected = list(range(30, 50))
+    assert _remote_ids(remote, str(tmp_path / "c1")) == expected
+    report = merge_root(remote)
+    assert len(report.partitions) == 2 and report.samples == 20
+    assert len(report.retired) == 4  # the first dataset's two parts, the failed run's two
+    assert os.path.exists(f"{tmp_path}/remote/part-00000/{RETIRED_MARKER}")
+    assert _remote_ids(remote, str(tmp_path / "c2")) == expected
