@@ -26,6 +26,7 @@ class LatestIteration:
 
     def __init__(self) -> None:
         self._live: weakref.ref[Iterator[Any]] | None = None
+        self._live_thread = 0  # the thread that began it (the one that may be inside it)
         self._lock = threading.Lock()
 
     def track(self, begin: Callable[[], Begin],
@@ -35,19 +36,23 @@ class LatestIteration:
         the live one (at its first `next`, when the generator calls it): the previous live
         iteration is closed then, so it ends at its next `next`.
 
-        An iteration running in another thread at that moment cannot be closed from here; it
-        goes on, as two threads reading one dataset did before.
+        An iteration begun by another thread is left alone: it goes on, as two threads
+        reading one dataset did before. Closing it from here would run its `finally` in this
+        thread while its own thread may be inside it, and that thread's next `next` would fail
+        with "generator already executing".
         """
         holder: list[weakref.ref[Iterator[Any]]] = []
 
         def start() -> Begin:
+            here = threading.get_ident()
             with self._lock:
                 previous = self._live() if self._live is not None else None
-                self._live = holder[0]
-            if previous is not None and previous is not holder[0]():
+                same_thread = self._live_thread == here
+                self._live, self._live_thread = holder[0], here
+            if previous is not None and previous is not holder[0]() and same_thread:
                 try:  # a generator's close runs its `finally`: prefetcher stopped, slot left
                     getattr(previous, "close", lambda: None)()
-                except ValueError:  # "generator already executing" (another thread)
+                except ValueError:  # "generator already executing": it is what called us
                     pass
             return begin()
 
