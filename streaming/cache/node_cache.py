@@ -159,13 +159,18 @@ class NodeCache(NodeMetrics):
         return True
 
     def _fetch_unless_given_up(self, shard: int, since: float) -> Callable[[], None]:
-        """`_fetch`, unless this process's prefetch of `shard` used up every attempt while the
-        reader waited for it: its error is the reader's (the user's `download_retry` attempts
-        were made; starting them all again doubled the time a dead shard took to report)."""
-        gave_up = self._gave_up.pop(shard, None)
+        """`_fetch`, unless a fetch of `shard` in this process (a prefetch, or another thread's
+        read) used up every attempt while this reader waited for it: its error is this
+        reader's too (the user's `download_retry` attempts were made; each waiting thread
+        starting them all again made the last of 16 threads wait 16 times as long)."""
+        gave_up = self._gave_up.get(shard)
         if gave_up is not None and gave_up[0] >= since:
             raise gave_up[1]
-        return self._fetch(shard)
+        try:
+            return self._fetch(shard)
+        except TransferError as err:
+            self._gave_up[shard] = (time.monotonic(), err)
+            raise
 
     def claim_ahead(self, shard: int) -> bool:
         """Claim `shard` for a preparation this process will run soon (`prepare_claimed`), so
