@@ -30,7 +30,7 @@ from typing import Any, TypedDict
 import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
 
-from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
+from streaming.defaults import IO_CHUNK_BYTES
 from streaming.errors import TransferStalledError
 from streaming.storage._forksafe import forksafe
 from streaming.storage.base import (
@@ -40,6 +40,7 @@ from streaming.storage.base import (
     ProgressFn,
     Store,
     error_detail,
+    stall_timeout,
 )
 
 logger = logging.getLogger(__name__)
@@ -91,9 +92,6 @@ class ClientOptions(TypedDict, total=False):
     1 turns parallel download parts off)."""
 
 
-def stall_timeout() -> float:
-    """Seconds without data after which a transfer is deemed dead (read when a store opens)."""
-    return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
 
 
 def upload_timeout() -> float:

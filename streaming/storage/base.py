@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, ClassVar, Literal
 
-from streaming.defaults import IO_CHUNK_BYTES
+from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
 from streaming.errors import (
     ConnectionDroppedError,
     RemoteUnreachableError,
@@ -41,6 +41,12 @@ _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|Inva
 
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
            "ErrorKind", "error_detail", "split_url", "join_key"]
+
+def stall_timeout() -> float:
+    """Seconds without data after which a transfer is deemed dead (read when a store opens):
+    `STREAMING_STALL_TIMEOUT`, else `STALL_TIMEOUT`."""
+    return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
+
 
 ProgressFn = Callable[[int], None]
 """Called with the number of bytes just moved (an increment, not a running total)."""

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypedDict
 import paramiko
 
 from streaming.atomic import temp_name_for
-from streaming.storage.base import MeteredWriter, ProgressFn, Store
+from streaming.storage.base import MeteredWriter, ProgressFn, Store, stall_timeout
 from streaming.storage.urls import parse_sftp_url
 
 _logger = logging.getLogger(__name__)
@@ -36,7 +36,10 @@ class SFTPOptions(TypedDict, total=False):
     known_hosts_file: str
     """known_hosts file to trust (`COMPOSER_SFTP_KNOWN_HOSTS_FILE`, else the system's)."""
     timeout: float
-    """Seconds to connect and to wait on any one packet (default 60)."""
+    """Seconds to connect and log in (default 60)."""
+    stall_timeout: float
+    """Seconds any one read or write may wait for the server (`STREAMING_STALL_TIMEOUT`, else
+    5): a server gone silent fails the attempt then, and the next attempt starts at once."""
 
 
 class SFTPStore(Store):
@@ -63,6 +66,7 @@ class SFTPStore(Store):
         self.known_hosts = options.pop("known_hosts_file", None) or os.environ.get(
             "COMPOSER_SFTP_KNOWN_HOSTS_FILE")
         self.timeout = float(options.pop("timeout", 60))
+        self.stall = float(options.pop("stall_timeout", stall_timeout()))
         if options:
             raise TypeError(f"Unknown SFTP store option(s): {sorted(options)}")
 
@@ -111,12 +115,24 @@ class SFTPStore(Store):
             self._forget(client)
             client = self._client()
         try:
-            with self._errors(path), client.open_sftp() as sftp:
-                sftp.get_channel().settimeout(self.timeout)
+            with self._errors(path), self._open_sftp(client) as sftp:
                 yield sftp
         finally:
             if not _alive(client):  # dropped during this call: the retry reconnects
                 self._forget(client)
+
+    def _open_sftp(self, client: paramiko.SSHClient) -> paramiko.SFTPClient:
+        """A new SFTP channel on `client` where every wait (opening it, each read and write)
+        lasts at most the stall timeout: a server gone silent costs seconds, as on the object
+        stores, not `download_timeout` (`SSHClient.open_sftp` waits up to an hour to open)."""
+        transport = client.get_transport()
+        if transport is None:
+            raise ConnectionError(f"SFTP connection to {self.url} is closed")
+        wait = min(self.timeout, self.stall)
+        channel = transport.open_session(timeout=wait)
+        channel.settimeout(wait)
+        channel.invoke_subsystem("sftp")
+        return paramiko.SFTPClient(channel)
 
     def _forget(self, client: paramiko.SSHClient) -> None:
         """Drop a dead shared connection (unless another thread already replaced it)."""

@@ -83,3 +83,27 @@ def test_the_password_of_an_sftp_url_stays_out_of_the_bar_and_the_log(
         writer.finish()
     assert "Sending a file to sftp://" in caplog.text
     assert SFTP_PASSWORD not in caplog.text
+
+
+def test_a_server_gone_silent_fails_the_attempt_after_the_stall_timeout(
+        sftp_server: Server, tmp_path: Any) -> None:
+    """As on the object stores: an attempt waits `stall_timeout` for data, not the whole
+    `download_timeout` (a silent SFTP server cost 2 x 60 s before)."""
+    from tests.storage.proxy import Fault, FaultProxy
+
+    url = sftp_server.fresh_url()
+    sftp_server.seed(f"{url}/big.bin", os.urandom(4 << 20))
+    proxy = FaultProxy(sftp_server.host_port)
+    try:
+        known = tmp_path / "known_hosts"  # the server's key, at the proxy's port too
+        line = open(sftp_server.options["known_hosts_file"]).read().split(" ", 1)[1]
+        known.write_text(f"[127.0.0.1]:{proxy.port} {line}")
+        via_proxy = url.replace(f":{sftp_server.host_port[1]}/", f":{proxy.port}/")
+        proxy.default = Fault("stall", after_bytes=1 << 20, delay=120)  # past the login
+        store = open_store(via_proxy, known_hosts_file=str(known), stall_timeout=1.0)
+        start = time.monotonic()
+        with pytest.raises(Exception):  # noqa: B017 - which error is the transfer layer's
+            read(store, "big.bin", retries=1)
+        assert time.monotonic() - start < 30  # not download_timeout (60 s)
+    finally:
+        proxy.stop()
