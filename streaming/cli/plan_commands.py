@@ -224,13 +224,15 @@ def _synthetic(spec: str) -> dict[str, int]:
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--plot", "plot_path", default=None, help="Also draw throughput and cache use "
               "over time into this image (needs matplotlib: pip install 'shardstream[plot]').")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Show a progress bar of the simulated samples (not with --json).")
 @json_option
 def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tuple[str, ...],
                      proportions: str | None, repeats: str | None, chooses: str | None,
                      workers: int, predownload: int | None, cache_limit: int | None,
                      bandwidth: int | None, latency: str, step_time: str, decode_time: str,
                      startup: str, prefetch_factor: int, epochs: int, plot_path: str | None,
-                     as_json: bool, **order: Any) -> None:
+                     progress: bool, as_json: bool, **order: Any) -> None:
     """Predict a training run before launching it: throughput over time, time to first batch,
     bytes each node downloads per epoch, cache use and evictions. Uses the real planner (the
     exact sample order) and a discrete-event model of every node's link, cache, workers and
@@ -252,7 +254,7 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
         streams = [stream_of_dataset(d, split, **w) for d, w in zip(datasets, weights)]
         streams += [SimStream.synthetic(**_synthetic(spec), **w)
                     for spec, w in zip(synthetic, weights[len(datasets):])]
-        result = simulate(streams, config)
+        result = simulate(streams, config, progress=progress and not as_json)
         if plot_path:
             result.plot(plot_path)
     except KeyError as err:

@@ -27,6 +27,7 @@ import numpy as np
 
 from streaming.cache.limits import check_cache_limit
 from streaming.order.request import PlanRequest, StreamSpec, plan_request
+from streaming.progress import Progress, make_progress
 from streaming.simulate.config import SimConfig
 from streaming.simulate.model import Model, SimulationError
 from streaming.simulate.result import EpochReport, NodeReport, SimResult, timeline
@@ -57,13 +58,16 @@ def _check(streams: Sequence[SimStream], config: SimConfig, samples_per_epoch: i
                           np.ones(len(cache_bytes), bool))
 
 
-def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None,
-             **settings: object) -> SimResult:
+def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None, *,
+             progress: bool | Progress = False, **settings: object) -> SimResult:
     """Predict a run of `streams` under `config` (fields may also be given as keywords).
 
     Args:
         streams: `SimStream`s, or dataset directories/URLs whose index.json is read.
         config: the world, order knobs, link, cache and step times (`SimConfig`).
+        progress: True for a bar on stderr, or a callable taking the samples each simulated
+            training step took (a large run takes minutes: 10^4 shards under a thrashing
+            cache ran 26 s).
         settings: `SimConfig` fields overriding `config`'s.
 
     Raises:
@@ -86,9 +90,34 @@ def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None
     model = Model(config, fetch, resident, most, index_bytes,
                   int(sum(int(s.samples.sum()) for s in sims)), meta)
     offsets = planned.shard_offsets
+    plans = {0: planned.ids}
+    with make_progress(progress, planned.streams.epoch_size * config.epochs,
+                       desc="simulating") as bar:
+        model.on_step = bar
+        try:
+            reports = _run_epochs(model, sims, config, plans, offsets)
+        finally:
+            model.on_step = None
+    end = model.clock.now
+    total = int(sum(int(s.sum()) for s in model.step_samples))
+    steps = np.concatenate(model.step_starts)
+    return SimResult(
+        config=config.to_json(), streams=[s.name for s in sims],
+        samples_per_epoch=planned.streams.epoch_size, seconds=end,
+        first_batch_seconds=model.first_batch[0], samples_per_second=_rate(total, end),
+        stall_fraction=model.stall_seconds / end if end else 0.0, epochs=reports,
+        timeline=timeline(end, steps, np.concatenate(model.step_samples),
+                          [n.cache_times for n in model.nodes],
+                          [n.cache_usage for n in model.nodes]),
+        events=model.clock.events, wall_seconds=time.perf_counter() - started)
+
+
+def _run_epochs(model: Model, sims: list[SimStream], config: SimConfig,
+                plans: dict[int, np.ndarray], offsets: np.ndarray) -> list[EpochReport]:
+    """Every epoch back to back, each planned as the dataset would plan it (the next one only
+    when eviction looks past the current one's end)."""
     before = _counters(model)
     reports = []
-    plans = {0: planned.ids}
 
     def later_rows(epoch: int, node: int) -> np.ndarray | None:
         """The next epoch's rows of `node`, for eviction's look-ahead; none after the last
@@ -116,18 +145,7 @@ def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None
             _node_report(model, n, int(samples[n]), after[n], before[n], seconds)
             for n in range(config.nodes)]))
         before = after
-    end = model.clock.now
-    total = int(sum(int(s.sum()) for s in model.step_samples))
-    steps = np.concatenate(model.step_starts)
-    return SimResult(
-        config=config.to_json(), streams=[s.name for s in sims],
-        samples_per_epoch=planned.streams.epoch_size, seconds=end,
-        first_batch_seconds=model.first_batch[0], samples_per_second=_rate(total, end),
-        stall_fraction=model.stall_seconds / end if end else 0.0, epochs=reports,
-        timeline=timeline(end, steps, np.concatenate(model.step_samples),
-                          [n.cache_times for n in model.nodes],
-                          [n.cache_usage for n in model.nodes]),
-        events=model.clock.events, wall_seconds=time.perf_counter() - started)
+    return reports
 
 
 def _node_report(model: Model, node: int, samples: int, after: tuple[int, ...],

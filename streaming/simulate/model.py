@@ -93,6 +93,8 @@ class Model:
         # Per step of the current epoch: when it started, and the samples each node took.
         self.step_starts: list[np.ndarray] = []
         self.step_samples: list[np.ndarray] = []
+        self.on_step: Callable[[int], None] | None = None  # told each step's samples (progress)
+        self._step_totals = np.zeros(0, np.int64)
         self.first_batch: list[float] = []
         self.stall_seconds = 0.0
 
@@ -150,6 +152,7 @@ class Model:
                 samples[:len(order), order[0].node] += sizes
                 largest[:len(order)] = np.maximum(largest[:len(order)], sizes)
         self._largest = largest
+        self._step_totals = samples.sum(axis=1)
         self._starts = np.full(steps, np.nan)
         self._next_step, self._stepping = 0, False
         self._last_end = self.clock.now + cfg.startup_seconds
@@ -203,6 +206,8 @@ class Model:
         self.clock.at(now + seconds, self._step_done, k)
 
     def _step_done(self, k: int) -> None:
+        if self.on_step is not None:
+            self.on_step(int(self._step_totals[k]))
         self._stepping = False
         self._next_step = k + 1
         self._last_end = self.clock.now

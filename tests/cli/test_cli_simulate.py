@@ -134,3 +134,10 @@ def test_sizes_past_what_numbers_hold_exit_with_a_reason():
     assert result.exit_code == 1, result.output
     assert "too large to simulate" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_progress_bar_unless_json_or_asked_not_to():
+    args = ("--synthetic", "20,50,10000", "--batch-size", "8", "--workers", "1")
+    assert "simulating" in _run(*args).output  # the bar, on stderr
+    assert "simulating" not in _run(*args, "--no-progress").output
+    assert "simulating" not in _run(*args, "--json").output

@@ -236,3 +236,11 @@ def test_settings_are_taken_as_a_dataset_takes_them():
 def test_settings_of_the_wrong_type_get_a_message(settings_):
     with pytest.raises(ValueError, match="must be|Unsupported"):
         SimConfig(**settings_)
+
+
+def test_progress_counts_every_simulated_sample():
+    seen: list[int] = []
+    result = simulate([SimStream.synthetic(20, 50, 10_000)], batch_size=8, workers=2, epochs=2,
+                      progress=seen.append)
+    assert seen and all(n > 0 for n in seen)
+    assert sum(seen) == 2 * result.samples_per_epoch
