@@ -43,8 +43,7 @@ __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "Acces
            "ErrorKind", "error_detail", "split_url", "join_key"]
 
 def stall_timeout() -> float:
-    """Seconds without data after which a transfer is deemed dead (read when a store opens):
-    `STREAMING_STALL_TIMEOUT`, else `STALL_TIMEOUT`."""
+    """Seconds without data after which a transfer is dead (`STREAMING_STALL_TIMEOUT`)."""
     return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
 
 
