@@ -155,6 +155,7 @@ class NodeCache(NodeMetrics):
         since = time.monotonic()
         self.claims.ensure(shard, lambda: self._fetch_unless_given_up(shard, since),
                            reprepare=force)
+        self._gave_up.pop(shard, None)  # local now: an old failure concerns no one
         self.touch(shard)
         return True
 

@@ -9,13 +9,12 @@ cannot bring a failed run's partial data or a replaced dataset back.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
 from collections.abc import Iterable
 
-from streaming.format.index import get_index_basename
+from streaming.format.index import get_index_basename, read_index_objects
 from streaming.merge import RETIRED_MARKER
 from streaming.storage import open_store
 
@@ -28,7 +27,8 @@ def parts_of_index(remote: str) -> list[str]:
     """The sub-dataset folders the index at `remote` names (a merged index's shard paths are
     ``<folder>/<file>``); empty when there is no readable index or it is not a merge."""
     try:
-        shards = json.loads(open_store(remote).get(get_index_basename()))["shards"]
+        text = open_store(remote).get(get_index_basename())
+        shards = read_index_objects(text, f"{remote}/{get_index_basename()}")
     except Exception:  # noqa: BLE001 - nothing to retire is the safe answer
         return []
     tops = set()

@@ -31,6 +31,7 @@ from streaming.merge._locate import (
     _open_store,
     _partitions_in,
     retired_in,
+    source_name,
 )
 from streaming.merge._locate import _format_remote_index_files as _format_remote_index_files
 from streaming.merge._locate import _not_merged_index as _not_merged_index
@@ -97,10 +98,10 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
     shards: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as temp_root:
         for url in urls:
-            label = redact(url if isinstance(url, str) else url[0] or url[1])
+            name = source_name(url)
+            label = redact(name)
             try:
                 part = _read_partition(url, temp_root, download_timeout)
-                name = str(url if isinstance(url, str) else url[0] or url[1])
                 entries = parse_index(part.text, name)
                 _check_files(part, entries, _files_home(part, url, remote))
             except (OSError, ValueError, RuntimeError) as err:
@@ -235,8 +236,7 @@ def merge_root(out: Any, keep_local: bool = True, download_timeout: float = 60, 
     report = merge_partitions([found[top] for top in tops], out, keep_local, download_timeout,
                               strict=strict)
     # Skips by the sub-dataset's folder, as the orphans are (not by index path or URL).
-    named = {redact(where if isinstance(where, str) else where[0] or where[1]): top
-             for top, where in found.items()}
+    named = {redact(source_name(where)): top for top, where in found.items()}
     report.skipped = {named.get(key, key): why for key, why in report.skipped.items()}
     report.skipped.update(report_skips)
     report.retired = sorted(retired)

@@ -20,6 +20,11 @@ from streaming.storage.schemes import scheme_of
 IndexSource = Union[str, "tuple[str, str]"]
 
 
+def source_name(source: IndexSource) -> str:
+    """How a sub-dataset's index is named in messages: its local path, else its remote URL."""
+    return source if isinstance(source, str) else source[0] or source[1]
+
+
 # ---- reference helpers (kept for the reference's import paths and tests) -------------------
 
 
