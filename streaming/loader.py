@@ -291,12 +291,29 @@ class StreamingDataLoader(DataLoader):
                 batch = next(pending)
             except StopIteration:
                 break
+            except BaseException:
+                self._stop_failed(batches)
+                raise
             self.num_samples_yielded += batch_length(batch)
             handed = time.perf_counter()
             yield batch
             if counters is not None:  # waited for this batch; then away for `step`
                 counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked,
                                    "loader_step_seconds": time.perf_counter() - handed})
+
+    def _stop_failed(self, batches: Any) -> None:
+        """Stop the workers of an iteration that raised, before the error leaves this generator.
+
+        It cannot be resumed, and the error's traceback holds torch's iterator in a reference
+        cycle. Left to the garbage collector, its shutdown runs after the index queues were
+        finalized, so the workers never hear it: the collection waited 5 s per worker, then
+        SIGTERM killed them before they released the dataset's shared memory.
+        """
+        shutdown = getattr(batches, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        if getattr(self, "_iterator", None) is batches:  # persistent workers: start anew
+            self._iterator = None
 
     @property
     def batch_sender(self) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from streaming import StreamingDataLoader, StreamingDataset
+from streaming.coord.records import ensure_state_dir, read_record
 
 
 def ids(loader) -> list[list[int]]:
@@ -66,6 +68,26 @@ def test_transform_error_in_worker_propagates(ints30, cache_dir) -> None:
     with pytest.raises(KeyError, match="transform failed on 13"):
         ids(loader)
     assert time.monotonic() - start < 60
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_worker_error_stops_the_workers_and_frees_shared_memory(ints30, cache_dir,
+                                                                 persistent) -> None:
+    """The error's traceback ties torch's iterator into a cycle; its shutdown from the garbage
+    collector cannot reach the workers (they were killed after 5 s each, holding the dataset's
+    shared memory), so the loader stops them itself before the error leaves it."""
+    ds = Exploding(remote=ints30, local=cache_dir(), batch_size=4)
+    name = ds._namespace.name
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, persistent_workers=persistent)
+    with pytest.raises(KeyError, match="transform failed on 13"):
+        ids(loader)
+    workers = loader._current()._workers
+    assert [w.exitcode for w in workers] == [0, 0]  # ended by themselves, nothing killed
+    if persistent:  # the next epoch starts new workers
+        assert loader._iterator is None
+    del ds, loader
+    gc.collect()
+    assert read_record(ensure_state_dir(), name) is None  # every block and record reclaimed
 
 
 def test_non_streaming_dataset_has_no_state(ints30) -> None:
