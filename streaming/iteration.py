@@ -37,6 +37,7 @@ __all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "early_prefix", "ep
 _SAMPLES = column("samples")
 MIN_RUN = 16  # shorter runs are read one by one: measured break-even of a bulk decode's set-up
 _MAX_STEP = 1024  # a bulk read reports progress to the prefetcher at least this often
+_COUNT_EVERY = 64  # samples read one by one are counted in groups this large
 
 log = logging.getLogger(__name__)
 
@@ -120,20 +121,30 @@ def _chunk_parts(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.
                 yield samples
                 run.current = None
         return
-    counters.add_at(_SAMPLES, len(ids))  # one by one: counted once for the chunk
     yield _one_by_one(reads, prefetcher, begin, ids, shard_ids, indices)
 
 
 def _one_by_one(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.ndarray,
                 shard_ids: np.ndarray, indices: np.ndarray) -> Iterator[Any]:
+    """Read and yield one sample at a time; the `samples` counter follows what was handed
+    over, `_COUNT_EVERY` samples at a time and the rest when the chunk ends (or is abandoned)."""
     current = -1
-    read_one, get_item = reads.read_one, reads.get_item
-    for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
-        prefetcher.consumed = begin + position
-        if shard != current:
-            reads.enter(shard, begin + position)
-            current = shard
-        yield read_one(shard, index) if get_item is None else get_item(int(ids[position]))
+    counted = handed = 0
+    read_one, get_item, counters = reads.read_one, reads.get_item, reads.counters
+    try:
+        for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
+            prefetcher.consumed = begin + position
+            if shard != current:
+                reads.enter(shard, begin + position)
+                current = shard
+            if position - counted >= _COUNT_EVERY:
+                counters.add_at(_SAMPLES, position - counted)
+                counted = position
+            sample = read_one(shard, index) if get_item is None else get_item(int(ids[position]))
+            handed = position + 1
+            yield sample
+    finally:
+        counters.add_at(_SAMPLES, handed - counted)
 
 
 def _epoch_parts(sample_ids: np.ndarray, reads: EpochReads, prefetcher: Prefetcher,

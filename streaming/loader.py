@@ -24,7 +24,7 @@ from torch.utils.data import BatchSampler, DataLoader, default_collate, get_work
 from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns, collate_samples
 from streaming.dataset import StreamingDataset, own_sample_read
-from streaming.metrics.report import reporter_from
+from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
 
 __all__ = ["StreamingDataLoader"]
@@ -125,16 +125,20 @@ class _BatchedWorkers:
             self.user(worker_id)
 
 
-def _metrics_of(dataset: weakref.ref[Any]) -> Callable[[], dict[str, Any]]:
-    """A snapshot source that does not keep the dataset alive."""
+def _node_reporter(dataset: Any, path: str | None, interval: float | None,
+                   log_interval: float | None) -> MetricsReporter | None:
+    """The loader's reporter, holding the dataset weakly. Every rank checks the settings; only
+    each node's first rank writes (all read the node's same sums); lines name their node."""
+    world, ref = World.detect(), weakref.ref(dataset)
 
     def read() -> dict[str, Any]:
-        alive = dataset()
+        alive = ref()
         if alive is None:
-            raise RuntimeError("the dataset was closed")
-        return alive.metrics()
+            raise SourceGone("the dataset is gone")
+        return {"node": world.node, **alive.metrics()}
 
-    return read
+    reporter = reporter_from(read, path, interval, log_interval)
+    return None if world.rank_of_node else reporter
 
 
 def _received(batches: Iterator[Any], ring: RingReader) -> Iterator[Any]:
@@ -228,9 +232,8 @@ class StreamingDataLoader(DataLoader):
         if dataset is not None and isinstance(self.batch_size, int):
             dataset.adopt_batch_size(self.batch_size)  # only if it was built without one
         self._warn_on_batch_size_mismatch()
-        self._reporter = None if dataset is None else reporter_from(
-            _metrics_of(weakref.ref(dataset)), metrics_path, metrics_interval,
-            metrics_log_interval)
+        self._reporter = None if dataset is None else _node_reporter(
+            dataset, metrics_path, metrics_interval, metrics_log_interval)
 
     def metrics(self) -> dict[str, Any]:
         """Where the time goes, summed over this node's processes (`docs/metrics.md`): the
@@ -284,7 +287,8 @@ class StreamingDataLoader(DataLoader):
             self._reporter.start()
         pending = _received(batches, self._ring)
         if self.headspace:
-            pending = _headspace(pending, self.headspace, self._epoch_batches(), self.close)
+            pending = _headspace(pending, self.headspace, self._epoch_batches(),
+                                 self._stop_workers)
         while True:
             asked = time.perf_counter()
             try:
@@ -292,28 +296,19 @@ class StreamingDataLoader(DataLoader):
             except StopIteration:
                 break
             except BaseException:
-                self._stop_failed(batches)
+                # It cannot be resumed, and the error's traceback holds torch's iterator in a
+                # reference cycle: shut down from the garbage collector, after its index queues
+                # were finalized, it never reached the workers (5 s each, then SIGTERM, before
+                # they released the dataset's shared memory). Persistent ones start anew.
+                self._stop_workers()
                 raise
             self.num_samples_yielded += batch_length(batch)
             handed = time.perf_counter()
+            if counters is not None:  # waited for this batch (counted before a `break`)...
+                counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked})
             yield batch
-            if counters is not None:  # waited for this batch; then away for `step`
-                counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked,
-                                   "loader_step_seconds": time.perf_counter() - handed})
-
-    def _stop_failed(self, batches: Any) -> None:
-        """Stop the workers of an iteration that raised, before the error leaves this generator.
-
-        It cannot be resumed, and the error's traceback holds torch's iterator in a reference
-        cycle. Left to the garbage collector, its shutdown runs after the index queues were
-        finalized, so the workers never hear it: the collection waited 5 s per worker, then
-        SIGTERM killed them before they released the dataset's shared memory.
-        """
-        shutdown = getattr(batches, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
-        if getattr(self, "_iterator", None) is batches:  # persistent workers: start anew
-            self._iterator = None
+            if counters is not None:  # ...then away for the step
+                counters.add("loader_step_seconds", time.perf_counter() - handed)
 
     @property
     def batch_sender(self) -> Any:
@@ -361,13 +356,21 @@ class StreamingDataLoader(DataLoader):
         if dataset is not None:
             dataset.load_state_dict(obj)
 
-    def close(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
-        """Stop this loader's worker processes now (idempotent).
+    def close(self) -> None:
+        """Stop this loader's worker processes now (idempotent), and write the metrics file's
+        last line.
 
         Workers release their hold on the dataset's shared state as they exit, and the batch
         slots they filled that this process never mapped are unlinked. The dataset itself stays
-        open for other loaders: close it with its own `close()` or `with` block.
+        open for other loaders: close it with its own `close()` or `with` block. The loader
+        can be iterated again (new workers; the metrics file goes on).
         """
+        self._stop_workers()
+        reporter = getattr(self, "_reporter", None)
+        if reporter is not None:
+            reporter.stop()
+
+    def _stop_workers(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         current = getattr(self, "_current", None)
         for iterator in (getattr(self, "_iterator", None), current() if current else None):
             shutdown = getattr(iterator, "_shutdown_workers", None)
@@ -381,9 +384,6 @@ class StreamingDataLoader(DataLoader):
         unlink = getattr(sender, "unlink_unmapped", None)
         if unlink is not None and not _finalizing():  # a `WorkerRing`, its workers stopped now
             unlink()  # (at interpreter exit, an exit hook of `streaming.batch_ring` did it)
-        reporter = getattr(self, "_reporter", None)
-        if reporter is not None:
-            reporter.stop()
 
     def __enter__(self) -> StreamingDataLoader:
         return self

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["backoff_pause", "call_with_retries"]
+__all__ = ["attempts_of", "backoff_pause", "call_with_retries", "note_attempts"]
 
 T = TypeVar("T")
 
@@ -51,6 +51,7 @@ def call_with_retries(func: Callable[[], T], *, attempts: int,
             return func(), attempt
         except Exception as err:
             if attempt == attempts or not retry_if(err):
+                note_attempts(err, attempt)
                 raise
             seconds = pause(attempt, err)
             if on_retry is not None:
@@ -58,3 +59,21 @@ def call_with_retries(func: Callable[[], T], *, attempts: int,
             if seconds > 0:
                 time.sleep(seconds)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def note_attempts(err: BaseException, attempts: int) -> None:
+    """Record on a final error how many attempts were made (the runtime metrics count the
+    retries of failed fetches too); `attempts_of` reads it back."""
+    try:
+        err.shardstream_attempts = attempts  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        pass
+
+
+def attempts_of(err: BaseException) -> int:
+    """The attempts `note_attempts` recorded on `err` (or its cause), else 1."""
+    for candidate in (err, err.__cause__):
+        attempts = getattr(candidate, "shardstream_attempts", None)
+        if isinstance(attempts, int):
+            return attempts
+    return 1

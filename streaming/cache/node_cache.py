@@ -32,6 +32,7 @@ from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
+from streaming.retries import attempts_of
 from streaming.storage.transfer import TransferError
 from streaming.storage.urls import scheme_of
 
@@ -228,7 +229,8 @@ class NodeCache(NodeMetrics):
             result: PrepareResult = prepare_shard_files(source, files)
         except BaseException as err:
             if isinstance(err, Exception):
-                self.counters.fetch_failed(self._schemes[int(self.info.stream_ids[shard])])
+                self.counters.fetch_failed(self._schemes[int(self.info.stream_ids[shard])],
+                                           attempts_of(err))
             if reserved:
                 self._add_usage(-reserved)
             if isinstance(err, FileNotFoundError) and not isinstance(err, ShardUnavailableError):

@@ -183,6 +183,7 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
                 if seen >= batches:
                     break
             wall = time.perf_counter() - start
+            consumed = loader.num_samples_yielded  # not `samples`: workers read ahead
             loader.close()  # workers gone: every count is in
             metrics = ds.metrics()
             timeline.append(_point(metrics, wall))
@@ -192,7 +193,7 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
             ds.close()
     report = {"dataset": dataset, "workers": workers, "cpus": cpus,
               "batch_size": batch_size, "batches": seen, "wall_seconds": wall,
-              "samples_per_second": metrics["samples"] / max(wall, 1e-9),
+              "samples": consumed, "samples_per_second": consumed / max(wall, 1e-9),
               "shard_bytes_mean": float(sizes.mean()) if len(sizes) else 0.0,
               "sample_bytes_mean": float(raw),
               "metrics": metrics, "timeline": timeline}

@@ -111,8 +111,10 @@ class Counters:
                        f"fetch_{group}_count": files,
                        f"fetch_{group}_retries": attempts - files})
 
-    def fetch_failed(self, scheme: str) -> None:
-        self.add(f"fetch_{scheme_group(scheme)}_errors")
+    def fetch_failed(self, scheme: str, attempts: int = 1) -> None:
+        """A fetch from a `scheme` URL that failed for good after `attempts` attempts."""
+        group = scheme_group(scheme)
+        self.add_many({f"fetch_{group}_errors": 1, f"fetch_{group}_retries": attempts - 1})
 
 
 def _combine(table: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -147,9 +149,12 @@ def snapshot(table: NDArray[np.float64], now: float | None = None) -> dict[str, 
     for what in _FETCH:
         out[f"fetch_{what}" if what != "count" else "fetches"] = sum(
             g[what] for g in by_scheme.values())
-    out["fetch_by_scheme"] = by_scheme
+    out["fetch_by_scheme"] = {scheme: {what: value if what == "seconds" else int(value)
+                                       for what, value in group.items()}
+                              for scheme, group in by_scheme.items()}
     wait, step = out["loader_wait_seconds"], out["loader_step_seconds"]
-    out["stall_percent"] = 100.0 * wait / (wait + step) if wait + step > 0 else 0.0
+    # None until a `StreamingDataLoader` handed a batch over (nothing measured the loop).
+    out["stall_percent"] = 100.0 * wait / (wait + step) if out["loader_batches"] else None
     elapsed = out["elapsed_seconds"]
     out["samples_per_second"] = out["samples"] / elapsed if elapsed > 0 else 0.0
     out["fetch_bytes_per_second"] = (out["fetch_bytes"] / out["fetch_seconds"]
