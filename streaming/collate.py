@@ -144,9 +144,17 @@ def _named_column(key: str, values: list[Any]) -> Any:
     Raises:
         RuntimeError: arrays of different shapes (ragged token lists, images of several
             sizes): torch's own error type, and its words, which alone name neither.
+        ValueError: integers beyond int64, as default_collate's (whose words name no column).
     """
     try:
         return _column(values)
+    except (ValueError, OverflowError) as err:
+        if "Overflow" not in str(err) and not isinstance(err, OverflowError):
+            raise
+        raise ValueError(
+            f"Column {key!r} holds integers beyond int64 (uint64 values of 2**63 or more?), "
+            "which torch's default collation cannot hold. Pass a collate_fn of your own, or "
+            f"leave the column out. (torch: {err})") from err
     except RuntimeError as err:
         shapes = list(dict.fromkeys(getattr(value, "shape", None) for value in values))
         if len(shapes) < 2 or not all(type(value) is np.ndarray for value in values):

@@ -42,6 +42,17 @@ def _refuse_compressed_only(shard: Reader, local: str) -> None:
         "on first use, or write it without compression.")
 
 
+def _read_where_they_lie(shards: list[Reader]) -> None:
+    """Files indexed in place (Parquet) are read where they lie; in the cache folder of a
+    `StreamingDataset` over them, which holds shard copies instead of the files, the copies are
+    read (one `stat` tells which)."""
+    for shard in shards:
+        shard.apply_read_options(_IN_PLACE)
+    if shards and shards[0].format == "parquet" and not shards[0].files.raw_present():
+        for shard in shards:
+            shard.apply_read_options(ReadOptions())
+
+
 class LocalDataset(Array, Dataset):
     """A dataset whose shards reside locally, indexable like a numpy array.
 
@@ -61,8 +72,7 @@ class LocalDataset(Array, Dataset):
         self.local = local
         self.split = split
         self.shards: list[Reader] = load_readers(local, split)
-        for shard in self.shards:  # files indexed in place (Parquet) are read where they lie
-            shard.apply_read_options(_IN_PLACE)
+        _read_where_they_lie(self.shards)
         if self.shards:
             _refuse_compressed_only(self.shards[0], local)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)

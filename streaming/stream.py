@@ -33,6 +33,7 @@ from streaming.order.weighting import (
 )
 from streaming.plugins import TypedRegistry, create_registry
 from streaming.storage import open_store
+from streaming.storage.local import names_directory
 from streaming.storage.transfer import fetch
 
 if TYPE_CHECKING:
@@ -125,8 +126,7 @@ class Stream:
                     "a unique local directory with the `local` argument. Otherwise, delete this "
                     "directory and retry.")
             return path
-        # Unlike the reference we reuse an existing directory: it is keyed by the remote, so it
-        # can only hold a cache of the same data (and the index is re-checked on load).
+        # Reused if it exists (unlike the reference): keyed by the remote, it holds that data.
         digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
         return os.path.join(tempfile.gettempdir(), digest, self.split)
 
@@ -149,9 +149,8 @@ class Stream:
 
     @property
     def safe_keep_zip(self) -> bool:
-        """`keep_zip`, forced on when the "remote" is the cache directory itself (or absent):
-        compressed files there are the only copy."""
-        return self.keep_zip or self.remote is None or self.remote == self.local
+        """`keep_zip`, forced on when the local directory holds the only copy."""
+        return self.keep_zip or not self.has_remote_copy
 
     def apply_default(self, default: dict[str, Any]) -> None:
         """Fill the knobs this stream left unset from the dataset's values."""
@@ -257,8 +256,9 @@ class Stream:
     @property
     def has_remote_copy(self) -> bool:
         """Whether the shards can be fetched again: False when the local directory holds the
-        only copy (no remote, or the remote is the local directory), so they are never evicted."""
-        return self.remote is not None and self.remote != self.local
+        only copy (no remote, or the remote names the local directory, however it is spelled:
+        a trailing slash, ``file://``), so they are never replaced, deleted or evicted."""
+        return self.remote is not None and not names_directory(self.remote, self.local)
 
     def source(self) -> ShardSource:
         """What `prepare_shard_files` needs to know about this stream."""

@@ -15,6 +15,7 @@ cache keeps no file on its size alone.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import warnings
@@ -145,9 +146,14 @@ class IndexCache:
         return self._with_table(loaded, table)
 
     def _cached_in_place(self) -> bool:
-        with open(self.path, "rb") as f:
-            head = f.read(4096)
-        return IN_PLACE_VERSION.encode() in head
+        """Whether the cached index is one over files in place (its `version` says so; the key
+        sorts after `shards`, so it is at the end of the file, not at its start)."""
+        try:
+            with open(self.path, "rb") as f:
+                obj = json.load(f)
+        except (OSError, ValueError):
+            return False
+        return isinstance(obj, dict) and obj.get("version") == IN_PLACE_VERSION
 
     def _fetch_table(self, key: str) -> ShardTable | None:
         """Copy the remote's binary table (written by our writers beside a big index) into the

@@ -36,7 +36,7 @@ from streaming.format.parquet.footer import (
     merge_ranges,
     parse_footer,
 )
-from streaming.format.parquet.types import describe_schema, unsupported_reason
+from streaming.format.parquet.types import describe_schema, leaf_owners, unsupported_reason
 from streaming.progress import make_progress
 from streaming.storage import Store, open_store
 from streaming.storage.transfer import push, read, read_range, read_tail
@@ -136,15 +136,12 @@ def _group_runs(metadata: Any, shard_bytes: int) -> list[tuple[int, int]]:
 
 
 def _entries(found: _Footer, columns: dict[str, str], unsupported: dict[str, str],
-             shard_bytes: int) -> list[dict[str, Any]]:
+             top: list[str], shard_bytes: int) -> list[dict[str, Any]]:
     metadata = found.metadata
     digest = footer_digest(found.footer)
     footer_start = found.size - len(found.footer)
     source = {"basename": found.path, "bytes": found.size, "footer_bytes": len(found.footer),
               "footer_xxh3": digest}
-    top = [name.split(".", 1)[0] for name in
-           (metadata.row_group(0).column(c).path_in_schema
-            for c in range(metadata.row_group(0).num_columns))] if metadata.num_row_groups else []
     entries = []
     for first, stop in _group_runs(metadata, shard_bytes):
         spans: dict[str, list[tuple[int, int]]] = {name: [] for name in columns}
@@ -172,17 +169,38 @@ def _entries(found: _Footer, columns: dict[str, str], unsupported: dict[str, str
     return entries
 
 
-def _schema_of(found: _Footer, where: str) -> tuple[dict[str, str], dict[str, str]]:
+def _schema_of(found: _Footer, where: str
+               ) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """The file's top-level columns and their types, those samples cannot hold, and the
+    top-level column of each column chunk.
+
+    Raises:
+        ParquetIndexError: two columns of one name, or a dotted name that also names another
+            column's nested field (a read of it would select both).
+    """
     schema = found.metadata.schema.to_arrow_schema()
-    columns = describe_schema(schema)
+    names = list(schema.names)
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ParquetIndexError(f"{where} has more than one column named {twice[0]!r}; "
+                                "rewrite it with unique column names.")
+    owners = leaf_owners(schema)
+    paths = [found.metadata.schema.column(c).path for c in range(len(found.metadata.schema))]
+    if len(owners) != len(paths):
+        raise ParquetIndexError(f"{where}: its {len(paths)} column chunks do not match its "
+                                f"schema's {len(owners)} leaf columns.")
+    for name in names:
+        if "." not in name:
+            continue
+        clash = sorted({owner for owner, path in zip(owners, paths) if owner != name
+                        and (path == name or path.startswith(name + "."))})
+        if clash:
+            raise ParquetIndexError(
+                f"{where} has a column named {name!r} and a nested field of column "
+                f"{clash[0]!r} with the same dotted path; rename one of them.")
     unsupported = {f.name: reason for f in schema
                    if (reason := unsupported_reason(f.type)) is not None}
-    for name in columns:
-        if "." in name:
-            raise ParquetIndexError(
-                f"{where} has a column named {name!r}: names with '.' are not supported "
-                "(they collide with nested column paths).")
-    return columns, unsupported
+    return describe_schema(schema), unsupported, owners
 
 
 def _check_same(first: tuple[str, dict[str, str]], other: tuple[str, dict[str, str]]) -> None:
@@ -266,15 +284,15 @@ def index_parquet(url: str, *, out: str | None = None, split: str | None = None,
     entries: list[dict[str, Any]] = []
     empty: list[str] = []
     for found in footers:
+        if found.metadata.num_rows == 0:  # left out before its schema counts (pandas writes
+            empty.append(found.path)  # an empty frame's columns as double)
+            continue
         where = store.url_for(found.path)
-        columns, unsupported = _schema_of(found, where)
+        columns, unsupported, owners = _schema_of(found, where)
         if reference is None:
             reference = (where, columns)
         _check_same(reference, (where, columns))
-        if found.metadata.num_rows == 0:
-            empty.append(found.path)
-            continue
-        entries.extend(_entries(found, columns, unsupported, limit))
+        entries.extend(_entries(found, columns, unsupported, owners, limit))
     if empty:
         log.warning("Left out %d Parquet file(s) without rows: %s", len(empty),
                     ", ".join(empty[:5]) + (" ..." if len(empty) > 5 else ""))

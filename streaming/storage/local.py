@@ -18,7 +18,7 @@ from streaming.atomic import replacing
 from streaming.defaults import IO_CHUNK_BYTES
 from streaming.storage.base import ProgressFn, Store
 
-__all__ = ["LocalStore", "local_path_of"]
+__all__ = ["LocalStore", "local_path_of", "names_directory"]
 
 
 def local_path_of(url: str) -> str:
@@ -30,6 +30,20 @@ def local_path_of(url: str) -> str:
                              f"{url}")
         return urllib.parse.unquote(parsed.path)
     return os.path.expanduser(url)
+
+
+def names_directory(url: str, path: str) -> bool:
+    """Whether `url` (a path or a ``file://`` URL) names the directory `path`, however it is
+    spelled: a trailing slash, a relative path, a symlink."""
+    if url == path:
+        return True
+    if urllib.parse.urlsplit(url).scheme not in ("", "file"):
+        return False
+    try:
+        named = local_path_of(url)
+    except ValueError:  # a file:// URL naming another host
+        return False
+    return os.path.realpath(named) == os.path.realpath(path)
 
 
 def copy_file(src: BinaryIO, dst: BinaryIO) -> int:

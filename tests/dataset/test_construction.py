@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
 
-from streaming import Stream, StreamingDataset
+from streaming import MDSWriter, Stream, StreamingDataset
 from streaming.errors import UnsafePathError
 
 
@@ -155,3 +156,20 @@ def test_a_count_that_is_not_an_integer_is_a_type_error_too(ints30, kwargs) -> N
     with pytest.raises(TypeError, match="must be a positive integer|whole number") as caught:
         StreamingDataset(local=ints30, **{"batch_size": 2, **kwargs})
     assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize("spelling", ["slash", "file_url", "relative"])
+def test_a_remote_naming_the_local_directory_leaves_its_files_alone(tmp_path, monkeypatch,
+                                                                   spelling) -> None:
+    """The same folder spelled otherwise is still the only copy: its compressed shards were
+    decompressed away (and, under a cache limit, its shards evicted for good)."""
+    folder = str(tmp_path / "data")
+    with MDSWriter(out=folder, columns={"x": "int"}, compression="zstd", size_limit=1 << 10) as w:
+        for i in range(300):
+            w.write({"x": i})
+    before = sorted(os.listdir(folder))
+    monkeypatch.chdir(tmp_path)
+    remote = {"slash": folder + "/", "file_url": "file://" + folder, "relative": "data"}[spelling]
+    with StreamingDataset(remote=remote, local=folder, batch_size=4) as ds:
+        assert sorted(s["x"] for s in ds) == list(range(300))
+    assert set(before) <= set(os.listdir(folder))  # every original still there

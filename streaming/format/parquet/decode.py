@@ -163,6 +163,11 @@ def _scalars(array: Any) -> Column:
             rows[i] = None
         return _Values(rows)
     kind = values.dtype.kind
+    if kind == "u" and values.dtype.itemsize == 8 and len(values) \
+            and int(values.max()) > np.iinfo(np.int64).max:
+        # Exact Python ints (as `get_item` gives them), never wrapped into int64: batches of
+        # them fail in collation as default_collate's do, rather than turn negative.
+        return _Values(values.tolist())
     # What default_collate makes of the Python values: int64, float64 or bool tensors.
     collated = np.dtype(np.int64 if kind in "iu" else np.float64 if kind == "f" else np.bool_)
     return _Numbers(values, values.astype(collated, copy=False))

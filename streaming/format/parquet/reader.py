@@ -224,44 +224,60 @@ class ParquetReader(JointReader):
 
         info = self.file_pairs[0][0]
         path = self._path(info)
-        footer = self._indexed_footer(path)
-        metadata = parse_footer(path, footer)
-        first, stop = self.row_groups
-        if stop > metadata.num_row_groups:
-            raise self._corrupt(info, f"it has {metadata.num_row_groups} row groups, the index "
-                                      f"names {first}..{stop - 1}.")
-        groups = list(range(first, stop))
-        rows = [metadata.row_group(g).num_rows for g in groups]
-        starts = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
-        if starts[-1] != self.samples:
-            raise self._corrupt(info, f"its row groups hold {starts[-1]} rows, the index says "
-                                      f"{self.samples}.")
+        # Opened once, checked and read through that one handle: another worker may evict a
+        # cached copy at any moment (an open handle keeps reading it; a second open would not
+        # find it). A file read in place is not mapped: the user may rewrite it, and a mapped
+        # page past its new end kills the process (SIGBUS) where a read returns an error.
+        handle = (pa.OSFile if self.options.in_place else pa.memory_map)(path)
         try:
-            file = pq.ParquetFile(path, metadata=metadata, memory_map=True,
-                                  page_checksum_verification=True)  # if written with CRCs
-        except (OSError, pa.ArrowException) as err:
-            raise self._corrupt(info, str(err).split("\n", 1)[0]) from None
+            footer = self._indexed_footer(path, handle)
+            metadata = parse_footer(path, footer)
+            first, stop = self.row_groups
+            if stop > metadata.num_row_groups:
+                raise self._corrupt(info, f"it has {metadata.num_row_groups} row groups, the "
+                                          f"index names {first}..{stop - 1}.")
+            groups = list(range(first, stop))
+            rows = [metadata.row_group(g).num_rows for g in groups]
+            starts = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+            if starts[-1] != self.samples:
+                raise self._corrupt(info, f"its row groups hold {starts[-1]} rows, the index "
+                                          f"says {self.samples}.")
+            try:
+                file = pq.ParquetFile(handle, metadata=metadata,
+                                      page_checksum_verification=True)  # if written with CRCs
+            except (OSError, pa.ArrowException) as err:
+                raise self._corrupt(info, str(err).split("\n", 1)[0]) from None
+        except BaseException:
+            handle.close()
+            raise
         return _Open(file, groups, starts, DecodedGroups())
 
-    def _indexed_footer(self, path: str) -> bytes:
-        """The footer of the file at `path`, checked against the index.
+    def _indexed_footer(self, path: str, handle: Any = None) -> bytes:
+        """The footer of the file at `path` (read through `handle` when open), checked against
+        the index.
 
         Raises:
             FileNotFoundError: no file (the caller fetches it).
             SourceChangedError: the file is not the one indexed (size or footer differ).
         """
         src = self.source
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(size - src.footer_bytes, 0))
-            footer = f.read()
+        if handle is None:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(size - src.footer_bytes, 0))
+                footer = f.read()
+        else:
+            size = handle.size()
+            footer = handle.read_at(min(src.footer_bytes, size), max(size - src.footer_bytes, 0))
         if size != src.bytes or footer_digest(footer) != src.footer_digest:
             where = (f"{path} (read in place)" if self.options.in_place
                      else f"{path} (a cached copy of {src.basename})")
+            todo = ("Index the folder again (`streaming index`)." if self.options.in_place else
+                    "Index the folder again (`streaming index`), or delete the cached copy to "
+                    "fetch it again.")
             raise SourceChangedError(
                 f"{where} is not the file that was indexed: its size or Parquet footer "
-                "differs. Index the folder again (`streaming index`), or delete the cached "
-                "copy to fetch it again.")
+                f"differs. {todo}")
         return footer
 
     def _group(self, state: _Open, which: int) -> dict[str, Column]:

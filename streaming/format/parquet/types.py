@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["describe_schema", "unsupported_reason"]
+__all__ = ["describe_schema", "leaf_owners", "unsupported_reason"]
 
 
 def unsupported_reason(arrow_type: Any) -> str | None:
@@ -43,3 +43,24 @@ def unsupported_reason(arrow_type: Any) -> str | None:
 def describe_schema(schema: Any) -> dict[str, str]:
     """Top-level column name -> Arrow type as text (what the index records and compares)."""
     return {field.name: str(field.type) for field in schema}
+
+
+def leaf_owners(schema: Any) -> list[str]:
+    """The top-level column of each of the file's leaf columns (column chunks), in file order.
+
+    Counted through the types, never by splitting a leaf's dotted path: a top-level name may
+    itself hold a '.' (pandas' `json_normalize` makes `user.name`).
+    """
+    return [field.name for field in schema for _ in range(_leaf_count(field.type))]
+
+
+def _leaf_count(arrow_type: Any) -> int:
+    import pyarrow.types as t
+
+    if t.is_struct(arrow_type):
+        return sum(_leaf_count(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    if t.is_map(arrow_type):
+        return _leaf_count(arrow_type.key_type) + _leaf_count(arrow_type.item_type)
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
+        return _leaf_count(arrow_type.value_type)
+    return 1
