@@ -185,15 +185,22 @@ _algorithms: dict[str, Compression] = {}  # spec string -> instance; rebuilt aft
 
 def register_compression(cls: type[Compression]) -> None:
     """Make a family (and each of its levels) available under `cls.extension`."""
+    global _algorithms
     _families[cls.extension] = cls
-    _algorithms.clear()
+    _algorithms = {}
 
 
 def _all() -> dict[str, Compression]:
-    if not _algorithms:
-        for cls in _families.values():
-            _algorithms.update(cls.each())
-    return _algorithms
+    """Every spec string -> its instance. Built whole, then published by one assignment:
+    threads (prefetchers, a worker's reader) asking at once never see a table half filled."""
+    global _algorithms
+    table = _algorithms
+    if not table:
+        table = {}
+        for cls in list(_families.values()):
+            table.update(cls.each())
+        _algorithms = table
+    return table
 
 
 register_compression(Brotli)

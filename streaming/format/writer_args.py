@@ -23,6 +23,9 @@ def parse_compression(compression: str | None) -> str | None:
 def parse_hashes(hashes: Sequence[str] | None) -> list[str]:
     """Hash algorithms must be known and given in sorted order (the index records the list)."""
     hashes = hashes or []
+    if isinstance(hashes, (str, bytes)):  # its letters would be checked as names
+        raise ValueError(f"Hashes must be a list of algorithm names, such as [{hashes!r}]; "
+                         f"got the string {hashes!r}.")
     if list(hashes) != sorted(hashes):
         raise ValueError("Hashes must be unique and in sorted order.")
     for algo in hashes:

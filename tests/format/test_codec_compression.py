@@ -119,3 +119,32 @@ def test_reference_path_aliases() -> None:
     for name in ref_path.__all__:
         assert getattr(ref_path, name) is getattr(comp, name)
     assert len(ref_path.__all__) == 12
+
+
+def test_threads_asking_at_once_never_see_a_half_filled_table(monkeypatch) -> None:
+    """A DataLoader worker's prefetch threads ask for their codec together in a fresh process;
+    one saw the table with some families in and zstd not yet ("not a supported algorithm")."""
+    import threading
+
+    from streaming.format import compression
+
+    families = list(compression._families.values())
+    second, original = families[1], families[1].each
+    inside, asked = threading.Event(), threading.Event()
+
+    def each_waiting_once():
+        if not inside.is_set():  # the first builder stops after the first family went in
+            inside.set()
+            asked.wait(timeout=60)
+        return original()
+
+    monkeypatch.setattr(second, "each", each_waiting_once)
+    monkeypatch.setattr(compression, "_algorithms", {})
+    builder = threading.Thread(target=compression._all)
+    builder.start()
+    try:
+        assert inside.wait(timeout=60)
+        assert compression.get_compression("zstd").extension == "zstd"
+    finally:
+        asked.set()
+        builder.join(timeout=60)

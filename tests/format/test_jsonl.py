@@ -61,7 +61,7 @@ def test_type_and_column_errors(tmp_path) -> None:
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.fixed_dictionaries({"i": st.integers(-2**70, 2**70), "s": st.text(max_size=20),
                                        "f": st.floats(allow_nan=False)}), max_size=30),
-       st.sampled_from([None, "zstd", "snappy"]), st.sampled_from(["\n", "\r\n", "|"]),
+       st.sampled_from([None, "zstd", "snappy"]), st.sampled_from(["\n", "\r\n", "|", ""]),
        st.sampled_from([None, 60, 500]))
 def test_round_trip(samples: list[dict], compression: str | None, newline: str,
                     limit: int | None) -> None:
@@ -155,3 +155,8 @@ def test_corrupt_lines_name_the_file_and_sample(tmp_path, damage, kind: str) -> 
                                                    rf"cannot be decoded: {kind}"):
             read()
     assert reader.get_item(0) == {"a": 0}  # the rest of the shard still reads
+
+
+def test_a_newline_that_is_not_a_string_is_refused_at_once(tmp_path) -> None:
+    with pytest.raises(TypeError, match="newline must be a str"):
+        JSONWriter(columns={"n": "int"}, out=str(tmp_path), newline=None)

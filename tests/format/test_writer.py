@@ -331,3 +331,10 @@ def test_exception_callback_re_raises_a_failed_future(tmp_path) -> None:
         writer.exception_callback(failed)
     assert writer.event.is_set()
     writer.finish()
+
+
+@pytest.mark.parametrize("given", ["xxh64", "abc"])
+def test_hashes_given_as_one_string_say_so(tmp_path, given) -> None:
+    """Its letters were checked as names: "Invalid hash: a." or "must be in sorted order"."""
+    with pytest.raises(ValueError, match="list of algorithm names"):
+        MDSWriter(out=str(tmp_path), columns={"x": "int"}, hashes=given)

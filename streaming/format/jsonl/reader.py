@@ -56,8 +56,8 @@ class JSONReader(SplitReader):
         reference fails with "Extra data" there).
         """
         text = str(data, "utf-8")
-        if text.endswith(self.newline):
-            text = text[:-len(self.newline)]
+        if self.newline and text.endswith(self.newline):  # "" (the reference allows it) ends
+            text = text[:-len(self.newline)]  # every text: nothing to strip
         return json.loads(text)
 
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:

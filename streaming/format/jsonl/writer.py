@@ -54,6 +54,8 @@ class JSONWriter(SplitWriter):
                  compression: str | None = None, hashes: list[str] | None = None,
                  size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
         check_text_columns("JSONWriter", columns, is_json_encoding)
+        if not isinstance(newline, str):
+            raise TypeError(f"JSONWriter's newline must be a str, got {newline!r}.")
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
                          size_limit=size_limit, **kwargs)
         self.columns = columns
