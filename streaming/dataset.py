@@ -33,7 +33,7 @@ from streaming.dataset_cache import CacheControls
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_doc import ARGUMENTS
 from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
-from streaming.dataset_lifecycle import Lifecycle
+from streaming.dataset_lifecycle import Lifecycle, as_loader_worker
 from streaming.dataset_setup import (
     build_streams,
     check_limit,
@@ -42,7 +42,6 @@ from streaming.dataset_setup import (
     open_node_state,
 )
 from streaming.epoch_reads import EpochReads
-from streaming.format.read_buffers import pickle_views_as_bytes
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import drop_padding, epoch_samples, iterate_batches
 from streaming.latest_iteration import LatestIteration
@@ -171,6 +170,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         self._epoch_barrier = node.epoch_barrier
         self._prefetchers = Prefetchers()  # of this process's live iterations, for `close()`
         self._latest = LatestIteration()  # a new iteration ends the one before
+        self._register_own()
         self._cache.count_as_main(self._unique_world.rank_of_node)
         self._cache.counters.add_many({"index_load_seconds": loading,
                                        "index_loads": len(self.streams)})
@@ -352,8 +352,8 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         """Begin an epoch in this worker: its sample ids and how it reads them."""
         self._ensure_open()
         unique = self._unique_world.detect_workers()
-        if self.config.bytes_as_views and get_worker_info() is not None:
-            pickle_views_as_bytes()  # what a DataLoader worker sends leaves as bytes
+        if get_worker_info() is not None:  # a DataLoader worker
+            as_loader_worker(self.config.bytes_as_views)
         self._cache.count_as_worker(unique.worker_of_node)
         parallel = unique.replicate(self.replication) if self.replication else unique.copy()
         sample_ids = self._begin_epoch(unique, parallel)

@@ -4,33 +4,102 @@ Closing stops this process's fetching ahead (waiting for the fetches in flight u
 an error), closes the shard mappings and releases the node-shared memory; an epoch started
 afterwards is refused with a clear error (random access and sizes still work). The reference's
 `on_exception` future callback is kept for code that attaches it to futures of its own.
+
+A DataLoader worker process is set up once at its first epoch (`as_loader_worker`): it ends
+with its parent, and with `bytes_as_views` its views leave it as bytes.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import weakref
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from streaming.coord.orphans import exit_with_parent
 from streaming.errors import DatasetClosedError
+from streaming.format.read_buffers import pickle_views_as_bytes
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
     from streaming.format.shard_readers import ShardReaders
+    from streaming.latest_iteration import LatestIteration
     from streaming.prefetch import Prefetchers
     from streaming.stream import Stream
 
-__all__ = ["Lifecycle"]
+__all__ = ["Lifecycle", "as_loader_worker", "close_idle_own"]
 
 _L = TypeVar("_L", bound="Lifecycle")
 
+log = logging.getLogger(__name__)
+
+# This process's open datasets by namespace name (see `close_idle_own`).
+_own: weakref.WeakValueDictionary[str, Lifecycle] = weakref.WeakValueDictionary()
+
+
+def close_idle_own(name: str) -> bool:
+    """Close this process's dataset of namespace `name` if nothing uses it; True if it did.
+
+    A notebook cell run again builds a dataset over the directories of the one it built last
+    time, which is still bound to the cell's variable (the reference accepts that). Such a
+    dataset that no iteration uses (of its own, or of a `StreamingDataLoader` over it) is
+    closed, with a warning, so the new one takes its place (the persistent workers of its
+    loaders are stopped first); one in use still makes the new one fail ("Reused local
+    directory"), since two live datasets must not share a cache.
+    """
+    dataset = _own.get(name)
+    if dataset is None or dataset._namespace.closed or dataset._latest.running:
+        return False
+    loaders = list(getattr(dataset, "_loaders", ()))
+    if any(loader.iterating for loader in loaders):
+        return False
+    for loader in loaders:  # persistent workers between epochs: stopped
+        loader._stop_workers()
+    if dataset._namespace.holders() != [os.getpid()]:
+        return False
+    log.warning("Closed this process's earlier StreamingDataset over %s (nothing was using it) "
+                "for the new one over the same directories; close datasets you are done with "
+                "(close(), or a with block).", dataset._namespace.locals)
+    dataset.close()
+    return True
+
+
+def as_loader_worker(views_as_bytes: bool) -> None:
+    """Set up this DataLoader worker process (idempotent): it ends when its parent is gone
+    (`streaming.coord.orphans`), and with `views_as_bytes` the memoryviews it sends leave as
+    bytes (a worker's queue cannot pickle views)."""
+    exit_with_parent()
+    if views_as_bytes:
+        pickle_views_as_bytes()
+
+
+class _Loaders(weakref.WeakSet[Any]):
+    """The loaders over a dataset; a copy pickled into a worker starts empty."""
+
+    def __reduce__(self) -> tuple[type[_Loaders], tuple[()]]:
+        return type(self), ()
+
 
 class Lifecycle:
-    """Mixed into `StreamingDataset`, which sets these four attributes."""
+    """Mixed into `StreamingDataset`, which sets these five attributes."""
 
     _prefetchers: Prefetchers
     _namespace: Namespace
+    _latest: LatestIteration
     streams: list[Stream]
     shards: ShardReaders
+
+    def _register_own(self) -> None:
+        """Be found by `close_idle_own` (by a new dataset over the same directories)."""
+        _own[self._namespace.name] = self
+        self._loaders = _Loaders()
+
+    def _track_loader(self, loader: Any) -> None:
+        """A `StreamingDataLoader` over this dataset: `close_idle_own` looks at it too."""
+        loaders = getattr(self, "_loaders", None)
+        if loaders is not None:
+            loaders.add(loader)
 
     def close(self) -> None:
         """Release shared memory and open shard mappings now (also done on garbage collection).

@@ -25,6 +25,7 @@ from streaming.coord.board import PlanBoard
 from streaming.coord.namespace import Namespace
 from streaming.coord.scalar import SharedScalar
 from streaming.dataset_config import DatasetConfig
+from streaming.dataset_lifecycle import close_idle_own
 from streaming.order.plan import StreamTable
 from streaming.order.world import World
 from streaming.plugins import construct_from_registry
@@ -130,7 +131,7 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
     epoch barrier as a member, so a rank that dies makes its peers' barrier fail fast.
     """
     locals_ = [os.path.abspath(s.local_dir) for s in streams]
-    ns = open_namespace(locals_, [s.remote_dir for s in streams])
+    ns = open_namespace(locals_, [s.remote_dir for s in streams], close_own=close_idle_own)
     with ns.batch():  # one registry write for every node-shared object (the cache's too)
         cache = NodeCache(ns, catalog.shards, [s.source for s in streams],
                           catalog.stream_per_shard, cache_limit)

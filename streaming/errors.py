@@ -110,9 +110,11 @@ class ReusedLocalError(StreamingError, ValueError):
     """'Reused local directory': a live dataset with a remote (of this process, or of another
     job) already caches into one of these local directories."""
 
-    def __init__(self, message: str, same_process: bool = False) -> None:
+    def __init__(self, message: str, same_process: bool = False,
+                 namespace: str | None = None) -> None:
         super().__init__(message)
         self.same_process = same_process  # the other dataset is this process's own
+        self.namespace = namespace  # the other dataset's namespace, when known
 
 
 class DatasetClosedError(StreamingError, ValueError):

@@ -60,6 +60,12 @@ class LatestIteration:
         holder.append(weakref.ref(generator))
         return generator
 
+    @property
+    def running(self) -> bool:
+        """Whether an iteration began and has not ended yet (it may be suspended)."""
+        live = self._live() if self._live is not None else None
+        return live is not None and getattr(live, "gi_frame", None) is not None
+
     def __getstate__(self) -> dict[str, object]:
         return {}
 

@@ -234,6 +234,9 @@ class StreamingDataLoader(DataLoader):
         self._warn_on_batch_size_mismatch()
         self._reporter = None if dataset is None else _node_reporter(
             dataset, metrics_path, metrics_interval, metrics_log_interval)
+        self.iterating = 0  # iterations begun and not ended
+        if dataset is not None:
+            dataset._track_loader(self)
 
     def metrics(self) -> dict[str, Any]:
         """Where the time goes, summed over this node's processes (`docs/metrics.md`): the
@@ -289,6 +292,14 @@ class StreamingDataLoader(DataLoader):
         if self.headspace:
             pending = _headspace(pending, self.headspace, self._epoch_batches(),
                                  self._stop_workers)
+        self.iterating += 1  # (a dataset in use is never closed for a new one: lifecycle)
+        try:
+            yield from self._timed(pending, counters)
+        finally:
+            self.iterating -= 1
+
+    def _timed(self, pending: Iterator[Any], counters: Any) -> Iterator[Any]:
+        """`pending`'s batches, counted; an error stops the workers first."""
         while True:
             asked = time.perf_counter()
             try:

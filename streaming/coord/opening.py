@@ -15,7 +15,7 @@ import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
@@ -54,10 +54,10 @@ def check_self(locals_: Sequence[str]) -> None:
 
 
 def _reused(ours: Sequence[str], theirs: Sequence[str], why: str,
-            same_process: bool = False) -> ReusedLocalError:
+            same_process: bool = False, namespace: str | None = None) -> ReusedLocalError:
     return ReusedLocalError(
         f"Reused local directory: {list(ours)} vs {list(theirs)}. Provide a different one. {why}",
-        same_process)
+        same_process, namespace)
 
 
 class _PeersStillHold(CoordinationError):
@@ -111,7 +111,7 @@ def _check_locals(state_dir: str, name: str, locals_: Sequence[str],
                     f"(namespace {other}, pids {pids}); call close() on it and on its "
                     f"StreamingDataLoader (whose workers hold it too), or drop every reference "
                     f"to both, first. In a notebook, the traceback of a failed cell also keeps "
-                    f"them alive.", same_process=True)
+                    f"them alive.", same_process=True, namespace=other)
             if record.job == job:
                 raise _PeersStillHold(locals_, record, local, pids)
             raise _reused(
@@ -172,32 +172,39 @@ _opened: dict[str, int] = {}
 _WARN_AFTER = 30.0  # seconds of waiting for slower ranks before saying so at WARNING level
 
 
-# How long the DataLoader workers of a killed process may outlive it: torch's watchdog checks
-# for their parent every 5 s (`MP_STATUS_CHECK_INTERVAL`).
-_ORPHANS_EXIT = 30.0
+# How long the DataLoader workers of a killed process may outlive it: ours end within a second
+# (`streaming.coord.orphans`), other datasets' when torch's watchdog looks (every 5 s, between
+# batches).
+_ORPHANS_EXIT = 60.0
 
 
 def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None], job: str,
-                    me: Identity, generation: int, timeout: float) -> str:
-    """`_choose_locked`, collecting garbage once if our own dataset is in the way, and waiting
-    (through `wait_until`'s polling) while slower ranks still hold an earlier dataset.
+                    me: Identity, generation: int, timeout: float,
+                    close_own: Callable[[str], bool] | None = None) -> str:
+    """`_choose_locked`, collecting garbage once if our own dataset is in the way (then letting
+    `close_own` close it if nothing uses it), and waiting (through `wait_until`'s polling) while
+    slower ranks still hold an earlier dataset.
 
     Raises:
         ValueError: 'Reused local directory', by another job, by this process after the
             collection, or by slower ranks that did not drop theirs within `NODE_WAIT_TIMEOUT`.
     """
     deadline = Deadline(NODE_WAIT_TIMEOUT)
-    collected, warned = False, False
+    collected, warned, closed = False, False, False
     held: _PeersStillHold | None = None
 
     def attempt() -> str | None:
-        nonlocal collected, warned, held
+        nonlocal collected, warned, held, closed
         try:
             return _choose_locked(state_dir, locals_, remotes, job, me, generation, timeout)
         except ReusedLocalError as err:
             if held is not None and held.orphans and deadline.elapsed() < _ORPHANS_EXIT:
                 # A killed process's workers: its record no longer names it (swept), so they
                 # now read as a live dataset; torch ends them within seconds.
+                return None
+            if collected and err.same_process and not closed and err.namespace is not None \
+                    and close_own is not None and close_own(err.namespace):
+                closed = True  # an idle dataset of ours over the same directories
                 return None
             if collected or not err.same_process:
                 raise
@@ -218,7 +225,8 @@ def _name_when_free(state_dir: str, locals_: list[str], remotes: list[str | None
                 warned = True
                 log.warning("%s after %.0f s; still waiting (up to %g s). Every rank must drop "
                             "its datasets and build new ones over one cache in the same order.",
-                            where, deadline.elapsed(), deadline.timeout)
+                            where, deadline.elapsed(),
+                            _ORPHANS_EXIT if err.orphans else deadline.timeout)
             if deadline.remaining() <= 0:
                 raise _reused(
                     err.ours, err.record.locals,
@@ -241,6 +249,7 @@ def open_namespace(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_LOCK_TIMEOUT,
     tmp: str | None = None,
+    close_own: Callable[[str], bool] | None = None,
 ) -> Namespace:
     """Open (create or attach) the namespace of a dataset in this process.
 
@@ -253,6 +262,8 @@ def open_namespace(
         env: Environment to read the job key from (default: `os.environ`, read now).
         timeout: Seconds to wait for registry and namespace locks.
         tmp: Temp dir holding the per-user state dir (default: `tempfile.gettempdir()`).
+        close_own: Given the namespace of a dataset of this process in the way (with a remote,
+            over one of our directories), closes that dataset if nothing uses it and says so.
 
     Raises:
         ValueError: 'Reused local directory: ...' when the streams repeat a local directory, or
@@ -268,7 +279,8 @@ def open_namespace(
     me = identity()
     key = namespace_name(locals_, remotes, job, os.getuid(), 0, state_dir)
     generation = _opened.get(key, 0)
-    name = _name_when_free(state_dir, locals_, remotes, job, me, generation, timeout)
+    name = _name_when_free(state_dir, locals_, remotes, job, me, generation, timeout,
+                           close_own)
     _opened[key] = generation + 1
     freeze_heap_in_forked_children()  # DataLoader workers forked from here start ~0.25 s faster
     return Namespace(name, state_dir, locals_, remotes, timeout=timeout, registered=me)

@@ -115,14 +115,44 @@ def test_cyclic_garbage_is_collected_before_reused_local_directory(
     _full(again)
 
 
-def test_a_live_dataset_still_refuses_a_second_one(ints30: str,
-                                                   cache_dir: Callable[[], str]) -> None:
+def test_a_dataset_in_use_still_refuses_a_second_one(ints30: str,
+                                                     cache_dir: Callable[[], str]) -> None:
     local = cache_dir()
-    with StreamingDataset(remote=ints30, local=local, batch_size=2):
+    with StreamingDataset(remote=ints30, local=local, batch_size=2) as first:
+        it = iter(first)
+        next(it)  # an iteration under way
         with pytest.raises(ValueError, match="Reused local directory") as caught:
             StreamingDataset(remote=ints30, local=local, batch_size=2)
-    # A public class (a traceback named the private `_SameProcess`); still a ValueError.
-    assert type(caught.value) is ReusedLocalError and caught.value.same_process
+        # A public class (a traceback named the private `_SameProcess`); still a ValueError.
+        assert type(caught.value) is ReusedLocalError and caught.value.same_process
+        assert next(it)["v"] >= 0  # and the first one goes on
+        it.close()
+        loader = StreamingDataLoader(first, batch_size=2, num_workers=1,
+                                     persistent_workers=True)
+        batches = iter(loader)
+        next(batches)  # a loader's epoch under way
+        with pytest.raises(ReusedLocalError):
+            StreamingDataset(remote=ints30, local=local, batch_size=2)
+        assert len(list(batches)) == 14
+        loader.close()
+
+
+def test_an_idle_dataset_gives_way_to_a_new_one(ints30: str, cache_dir: Callable[[], str],
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """A notebook cell run again builds the same dataset while the last one is still bound
+    (the reference accepts that): an idle one, with its loader's persistent workers between
+    epochs, is closed with a warning."""
+    local = cache_dir()
+    ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    loader = StreamingDataLoader(ds, batch_size=2, num_workers=1, persistent_workers=True)
+    assert sum(len(b["v"]) for b in loader) == 30  # its workers stay, between epochs
+    with caplog.at_level("WARNING", logger="streaming.dataset_lifecycle"):
+        again = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert "earlier StreamingDataset" in caplog.text
+    assert ds._namespace.closed and sorted(s["v"] for s in again) == list(range(30))
+    with pytest.raises(ValueError, match="closed"):
+        list(loader)  # the old one's loader says why
+    again.close()
 
 
 def _holders(name: str) -> list[list[int]]:

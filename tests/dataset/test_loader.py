@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import textwrap
@@ -154,3 +155,56 @@ def test_a_loader_rebuilt_from_its_attributes_reads_the_same(ints30, cache_dir,
                          drop_last=loader.drop_last)
     assert ids(rebuilt) == expected
     loader.close()
+
+
+ORPHAN = """
+import os, sys, time
+from streaming import StreamingDataLoader, StreamingDataset
+
+class Stuck(StreamingDataset):
+    def __getitem__(self, index):
+        sample = super().__getitem__(index)
+        if sample["v"] == 3:  # blocked in the dataset: torch's watchdog cannot look
+            with open(sys.argv[3] + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.replace(sys.argv[3] + ".tmp", sys.argv[3])
+            time.sleep(3600)
+        return sample
+
+dataset = Stuck(remote=sys.argv[1], local=sys.argv[2], batch_size=2)
+for batch in StreamingDataLoader(dataset, batch_size=2, num_workers=1):
+    pass
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie nobody reaped
+    except FileNotFoundError:
+        return True
+
+
+def test_a_worker_blocked_in_the_dataset_ends_with_its_killed_parent(ints30, cache_dir,
+                                                                     tmp_path) -> None:
+    """Orphaned workers kept fetching for minutes, and the restarted job's dataset over the
+    same cache failed with "Reused local directory" while they lived."""
+    import signal
+
+    from streaming.coord.wait import wait_until
+
+    marker = str(tmp_path / "worker.pid")
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(ORPHAN), ints30,
+                               cache_dir(), marker])
+    try:
+        wait_until(lambda: os.path.exists(marker) or None, timeout=120,
+                   what=lambda: "the worker to block")
+        worker = int(open(marker).read())
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=60)
+        wait_until(lambda: _gone(worker) or None, timeout=60,
+                   what=lambda: f"orphaned worker {worker} to end")
+    finally:
+        parent.kill()
+        if os.path.exists(marker) and not _gone(int(open(marker).read())):
+            os.kill(int(open(marker).read()), signal.SIGKILL)
