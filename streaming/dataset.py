@@ -164,7 +164,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
             self._catalog.shards.set_bytes_as_views(True)
         check_limit(self.config.cache_limit, self.streams, self._catalog)
         self._table = derive_table(self._catalog, self.streams, self.config)
-        node = open_node_state(self.streams, self._catalog, self.cache_limit)
+        node = open_node_state(self.streams, self._catalog, self.cache_limit, self.config)
         self._namespace, self._cache, self._plan_board = node.namespace, node.cache, node.plan_board
         self._next_epoch, self._resume_page = node.next_epoch, node.resume_page
         self._epoch_barrier = node.epoch_barrier

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import weakref
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,6 +24,7 @@ from streaming.format.read_buffers import pickle_views_as_bytes
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
+    from streaming.dataset_config import DatasetConfig
     from streaming.format.shard_readers import ShardReaders
     from streaming.latest_iteration import LatestIteration
     from streaming.prefetch import Prefetchers
@@ -38,18 +40,20 @@ log = logging.getLogger(__name__)
 _own: weakref.WeakValueDictionary[str, Lifecycle] = weakref.WeakValueDictionary()
 
 
-def close_idle_own(name: str) -> bool:
-    """Close this process's dataset of namespace `name` if nothing uses it; True if it did.
+def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) -> bool:
+    """Close this process's dataset of namespace `name` if it was built with the same
+    arguments (`config`, `streams`) and nothing uses it; True if it did.
 
-    A notebook cell run again builds a dataset over the directories of the one it built last
-    time, which is still bound to the cell's variable (the reference accepts that). Such a
-    dataset that no iteration uses (of its own, or of a `StreamingDataLoader` over it) is
-    closed, with a warning, so the new one takes its place (the persistent workers of its
-    loaders are stopped first); one in use still makes the new one fail ("Reused local
-    directory"), since two live datasets must not share a cache.
+    A notebook cell run again builds the dataset it built last time, which is still bound to
+    the cell's variable. Such a dataset that no iteration uses (of its own, or of a
+    `StreamingDataLoader` over it) is closed, with a warning, so the new one takes its place
+    (the persistent workers of its loaders are stopped first). One in use, or one built with
+    other arguments, still makes the new one fail ("Reused local directory", as in the
+    reference): two live datasets must not share a cache.
     """
     dataset = _own.get(name)
-    if dataset is None or dataset._namespace.closed or dataset._latest.running:
+    if dataset is None or dataset._namespace.closed or dataset._latest.running \
+            or dataset.config != config or _arguments(dataset.streams) != _arguments(streams):
         return False
     loaders = list(getattr(dataset, "_loaders", ()))
     if any(loader.iterating for loader in loaders):
@@ -74,6 +78,10 @@ def as_loader_worker(views_as_bytes: bool) -> None:
         pickle_views_as_bytes()
 
 
+def _arguments(streams: Sequence[Stream]) -> list[tuple[Any, ...]]:
+    return [(s.remote, s.local, s.split, s.given_weights) for s in streams]
+
+
 class _Loaders(weakref.WeakSet[Any]):
     """The loaders over a dataset; a copy pickled into a worker starts empty."""
 
@@ -82,11 +90,12 @@ class _Loaders(weakref.WeakSet[Any]):
 
 
 class Lifecycle:
-    """Mixed into `StreamingDataset`, which sets these five attributes."""
+    """Mixed into `StreamingDataset`, which sets these six attributes."""
 
     _prefetchers: Prefetchers
     _namespace: Namespace
     _latest: LatestIteration
+    config: DatasetConfig
     streams: list[Stream]
     shards: ShardReaders
 

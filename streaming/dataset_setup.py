@@ -11,6 +11,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -120,8 +121,8 @@ class NodeState:
     plan_board: PlanBoard
 
 
-def open_node_state(streams: Sequence[Stream], catalog: Catalog,
-                    cache_limit: int | None) -> NodeState:
+def open_node_state(streams: Sequence[Stream], catalog: Catalog, cache_limit: int | None,
+                    config: DatasetConfig | None = None) -> NodeState:
     """Attach the node-shared objects; the node's first process sets the cache up.
 
     Whichever process creates the shard table (any rank may win that race) caches each
@@ -131,7 +132,9 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog,
     epoch barrier as a member, so a rank that dies makes its peers' barrier fail fast.
     """
     locals_ = [os.path.abspath(s.local_dir) for s in streams]
-    ns = open_namespace(locals_, [s.remote_dir for s in streams], close_own=close_idle_own)
+    ns = open_namespace(locals_, [s.remote_dir for s in streams], close_own=None
+                        if config is None else partial(close_idle_own, config=config,
+                                                       streams=streams))
     with ns.batch():  # one registry write for every node-shared object (the cache's too)
         cache = NodeCache(ns, catalog.shards, [s.source for s in streams],
                           catalog.stream_per_shard, cache_limit)

@@ -139,13 +139,16 @@ def test_a_dataset_in_use_still_refuses_a_second_one(ints30: str,
 
 def test_an_idle_dataset_gives_way_to_a_new_one(ints30: str, cache_dir: Callable[[], str],
                                                 caplog: pytest.LogCaptureFixture) -> None:
-    """A notebook cell run again builds the same dataset while the last one is still bound
-    (the reference accepts that): an idle one, with its loader's persistent workers between
+    """A notebook cell run again builds the same dataset while the last one is still bound:
+    an idle one built with the same arguments, with its loader's persistent workers between
     epochs, is closed with a warning."""
     local = cache_dir()
     ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
     loader = StreamingDataLoader(ds, batch_size=2, num_workers=1, persistent_workers=True)
     assert sum(len(b["v"]) for b in loader) == 30  # its workers stay, between epochs
+    with pytest.raises(ReusedLocalError):  # other arguments: not a cell run again (reference)
+        StreamingDataset(remote=ints30, local=local, batch_size=4)
+    assert not ds._namespace.closed
     with caplog.at_level("WARNING", logger="streaming.dataset_lifecycle"):
         again = StreamingDataset(remote=ints30, local=local, batch_size=2)
     assert "earlier StreamingDataset" in caplog.text
