@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import sys
 import time
 import warnings
@@ -17,13 +16,13 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import torch
 from torch import Tensor
-from torch.utils.data import BatchSampler, DataLoader, default_collate, get_worker_info
+from torch.utils.data import BatchSampler, DataLoader
 
-from streaming.batch_ring import RingBatch, RingReader, WorkerRing
-from streaming.collate import collate_columns, collate_samples
-from streaming.dataset import StreamingDataset, own_sample_read
+from streaming.batch_ring import RingBatch, RingReader
+from streaming.collate import collate_samples
+from streaming.dataset import StreamingDataset
+from streaming.loader_batched import BatchedWorkers, batch_sender, batched_path, own_collate
 from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
 
@@ -48,81 +47,6 @@ def batch_length(batch: Any) -> int:
 _DATALOADER = inspect.signature(DataLoader.__init__)
 # What the batched path sets for torch's iterator, and shows as a plain DataLoader's otherwise.
 _SWAPPED = ("collate_fn", "worker_init_fn", "batch_sampler")
-
-
-def _own_collate(collate_fn: Any) -> bool:
-    """Whether a `collate_fn` is the user's own: torch's `default_collate` passed by name is
-    what no `collate_fn` means, and gets the same faster paths (same batches)."""
-    return collate_fn is not None and collate_fn is not default_collate
-
-
-def _batched_path(arguments: dict[str, Any]) -> tuple[int, bool] | None:
-    """(batch_size, drop_last) when the loader can take the batched path, else None.
-
-    It needs a plain `StreamingDataset` (no subclass reads or iteration of its own: see
-    `own_sample_read`), an int batch size, and nothing that decides batching or collation for
-    itself (a `collate_fn` of its own, a sampler, a batch sampler). ``STREAMING_BATCHED=0``
-    turns it off.
-    """
-    dataset = arguments.get("dataset")
-    batch_size = arguments.get("batch_size", 1)
-    if os.environ.get("STREAMING_BATCHED", "1") == "0" or type(batch_size) is not int or (
-            batch_size < 1):
-        return None
-    if _own_collate(arguments.get("collate_fn")) or any(
-            arguments.get(name) is not None for name in ("sampler", "batch_sampler")):
-        return None
-    if not isinstance(dataset, StreamingDataset) or arguments.get("shuffle"):
-        return None
-    kind = type(dataset)
-    if (kind.__iter__ is not StreamingDataset.__iter__ or own_sample_read(dataset) is not None
-            or kind.batches is not StreamingDataset.batches):
-        return None
-    return batch_size, bool(arguments.get("drop_last", False))
-
-
-def _pins(arguments: Mapping[str, Any]) -> bool:
-    """Whether torch will really pin this loader's batches: `pin_memory` asks for it, and torch
-    ignores it (with a warning) without an accelerator, or on MPS. The accelerator is only
-    looked at when asked, as torch's own iterator does."""
-    if not arguments.get("pin_memory"):
-        return False
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is None:  # torch < 2.6 pins with CUDA only
-        return bool(torch.cuda.is_available())
-    if not accelerator.is_available():
-        return False
-    device = accelerator.current_accelerator()
-    return device is None or device.type != "mps"
-
-
-def _batch_sender(arguments: dict[str, Any]) -> Any:
-    """How a batch of columns becomes what the loader receives: through a worker's ring of
-    reused shared-memory slots where its ordering argument holds (`streaming.batch_ring`),
-    else as tensors made by `collate_columns`: those are what torch pins when it pins (the
-    ring's copies would come out unpinned). ``STREAMING_BATCH_RING=0`` turns the ring off."""
-    workers = arguments.get("num_workers") or 0
-    in_order = arguments.get("in_order", True)
-    if (not workers or _pins(arguments) or in_order is False
-            or os.environ.get("STREAMING_BATCH_RING", "1") == "0"):
-        return collate_columns
-    prefetch = arguments.get("prefetch_factor") or 2
-    return WorkerRing(prefetch + 2)
-
-
-class _BatchedWorkers:
-    """A worker's start: switch its copy of the dataset to yielding batches, then run the
-    user's `worker_init_fn` (picklable, for spawned workers)."""
-
-    def __init__(self, batching: tuple[int, bool], user: Any) -> None:
-        self.batching, self.user = batching, user
-
-    def __call__(self, worker_id: int) -> None:
-        info = get_worker_info()
-        if info is not None and isinstance(info.dataset, StreamingDataset):
-            info.dataset._loader_batches = self.batching
-        if self.user is not None:
-            self.user(worker_id)
 
 
 def _node_reporter(dataset: Any, path: str | None, interval: float | None,
@@ -199,7 +123,7 @@ class StreamingDataLoader(DataLoader):
                              f"{headspace!r}")
         self.headspace = headspace
         bound = _DATALOADER.bind(None, *args, **kwargs)
-        batching = _batched_path(bound.arguments)
+        batching = batched_path(bound.arguments)
         if batching is None:
             super().__init__(*args, **kwargs)
         else:
@@ -208,8 +132,8 @@ class StreamingDataLoader(DataLoader):
             # and `len()` read as the user gave them.
             given = bound.arguments
             user_init = given.get("worker_init_fn")
-            given.update(batch_size=None, drop_last=False, collate_fn=_batch_sender(given),
-                         worker_init_fn=_BatchedWorkers(batching, user_init))
+            given.update(batch_size=None, drop_last=False, collate_fn=batch_sender(given),
+                         worker_init_fn=BatchedWorkers(batching, user_init))
             super().__init__(*bound.args[1:], **bound.kwargs)
             object.__setattr__(self, "batch_size", batching[0])
             object.__setattr__(self, "drop_last", batching[1])
@@ -224,7 +148,7 @@ class StreamingDataLoader(DataLoader):
         self.batched = batching is not None
         self._ring = RingReader()  # maps the slots of workers that send through a ring
         given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)
-        if not self.batched and not _own_collate(given_fn) and self._auto_collation:
+        if not self.batched and not own_collate(given_fn) and self._auto_collation:
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
         self.num_samples_yielded = 0
