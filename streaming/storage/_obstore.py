@@ -261,13 +261,15 @@ class ObstoreBackedStore(Store):
         """Run the request that follows a 416 answer; once more if its connection was reset.
 
         Some servers close a kept-alive connection after refusing a range, and the pooled
-        connection's next request is then reset (seen on a loaded machine); the request is
-        idempotent, so one immediate retry on a fresh connection is safe.
+        connection's next request is then reset, or fails to be sent at all (fake-gcs-server,
+        seen on a loaded machine); the request is idempotent, so one immediate retry on a fresh
+        connection is safe.
         """
         try:
             return call()
         except Exception as err:
-            if self._classify(err) != "dropped":
+            unsent = isinstance(err, GenericError) and "Request" in _KIND.findall(str(err))
+            if self._classify(err) != "dropped" and not unsent:
                 raise
             return call()
 
