@@ -78,6 +78,11 @@ class HashMismatchError(StreamingError, ValueError):
     """A file whose digest does not match the one recorded in the index."""
 
 
+class HashAlgorithmError(StreamingError, ValueError):
+    """`validate_hash` names a digest the index does not record: a setting to change, not a
+    transfer to retry."""
+
+
 class SourceChangedError(HashMismatchError):
     """A file indexed in place (Parquet) whose footer no longer matches its index entry."""
 

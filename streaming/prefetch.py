@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from streaming.errors import HashAlgorithmError
+
 if TYPE_CHECKING:
     from streaming.epoch_reads import EpochReads
 
@@ -281,6 +283,10 @@ class Prefetcher:
                     self.reads.prepare_claimed(shard)
                 else:
                     self.reads.prepare(shard)
+            except HashAlgorithmError:
+                # A setting every shard fails on: the consumer raises it at its first read, and
+                # a warning from here would only repeat it (after it, as the threads go).
+                return
             except Exception as err:  # the consumer retries this shard itself when needed
                 log.warning("Prefetching shard %d failed (%s: %s); it will be fetched when "
                             "needed.", shard, type(err).__name__, err)

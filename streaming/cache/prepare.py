@@ -14,6 +14,7 @@ from typing import Any
 
 from streaming.atomic import replacing
 from streaming.errors import (
+    HashAlgorithmError,
     HashMismatchError,
     ShardFormatError,
     ShardUnavailableError,
@@ -66,7 +67,7 @@ class PrepareResult:
 def check_hash_algo(algo: str, info: FileInfo) -> None:
     """Fail early, as the reference does, when the index has no digest of the requested kind."""
     if algo not in info.hashes:
-        raise ValueError(
+        raise HashAlgorithmError(
             f"Hash algorithm `{algo}` chosen for data validation does not match with those "
             f"provided during dataset creation `{sorted(info.hashes)}`. Provide one of those."
         )

@@ -65,6 +65,17 @@ def test_hash_algorithm_not_in_index(make_ints, cache_dir) -> None:
             ds.prepare_shard(0)
 
 
+def test_hash_algorithm_not_in_index_is_said_once(make_ints, cache_dir, caplog) -> None:
+    """Iterating raises the setting's error; the prefetcher, which fails on it too, adds no
+    warning that the shard 'will be fetched when needed' (it never will be)."""
+    remote = make_ints(range(100), hashes=["sha1"], size_limit=200)
+    with StreamingDataset(remote=remote, local=cache_dir(), batch_size=4,
+                          validate_hash="md5") as ds:
+        with pytest.raises(ValueError, match="does not match with those provided"):
+            list(ds)
+    assert not [r for r in caplog.records if "Prefetching shard" in r.getMessage()]
+
+
 def test_corrupted_remote_shard_is_rejected_and_not_cached(make_ints, cache_dir) -> None:
     remote = make_ints(range(10), hashes=["sha1"])
     path = os.path.join(remote, "shard.00000.mds")
