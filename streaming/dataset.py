@@ -12,7 +12,6 @@ import functools
 import logging
 import math
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -47,6 +46,7 @@ from streaming.iteration import drop_padding, epoch_samples, iterate_batches
 from streaming.latest_iteration import LatestIteration
 from streaming.order.plan import (
     Resolution,
+    batch_size_when_missing,
     epoch_node_rows,
     node_rows,
     plan,
@@ -304,12 +304,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
 
     def _plan_epoch(self, world: World, epoch: int, sample_in_epoch: int) -> np.ndarray:
         if self.batch_size is None:
-            warnings.warn(
-                "StreamingDataset was built without `batch_size`, so it lays samples out for "
-                "batches of 1 (the DataLoader's default). Pass `batch_size=` to StreamingDataset "
-                "(the same as your DataLoader's), or use StreamingDataLoader, which hands its "
-                "own to the dataset.", stacklevel=2)
-            self.batch_size = 1
+            self.batch_size = batch_size_when_missing(self.batching_method)
         if self.replication is not None and self.replication > 1:  # 1 replicates nothing
             log.warning("With replication, count samples in state_dict as the loader does "
                         "(divided by the replication factor).")

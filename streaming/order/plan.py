@@ -14,6 +14,7 @@ Pure: no I/O, no torch, no globals.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -37,8 +38,9 @@ from streaming.order.resample import StreamLayout
 from streaming.order.weighting import StreamWeights, apply_weights
 from streaming.order.world import World
 
-__all__ = ["OrderOptions", "Resolution", "StreamTable", "epoch_node_rows", "node_rows", "plan",
-           "plan_config", "resolve_epoch"]
+__all__ = ["NEED_BATCH_SIZE", "OrderOptions", "Resolution", "StreamTable",
+           "batch_size_when_missing", "epoch_node_rows", "node_rows", "plan", "plan_config",
+           "resolve_epoch"]
 
 
 @dataclass(frozen=True)
@@ -157,9 +159,29 @@ def resolve_epoch(resolution: Resolution, checkpoint: Checkpoint | None, epoch: 
     return replace(resolution, num_canonical_nodes=ncn, shuffle_block_size=block), epoch, offset
 
 
-_NEED_BATCH_SIZE = ("Please pass `batch_size` to StreamingDataset. It should be set the same as "
+NEED_BATCH_SIZE = ("Please pass `batch_size` to StreamingDataset. It should be set the same as "
                     "the DataLoader, and is the number of samples per batch, for each device. It "
                     "is necessary for deterministic resumption and optimal performance.")
+
+
+def batch_size_when_missing(batching_method: str) -> int:
+    """The batch size of a dataset built without one, at its first epoch: 1, with a warning, as
+    a plain DataLoader's default (the reference raises; docs/compatibility.md says why we do
+    not), except for the methods that lay out whole batches, whose batches of 1 would mix
+    streams or miss their proportions: those raise the reference's error.
+
+    Raises:
+        ValueError: `batching_method` is not 'random'.
+    """
+    if batching_method != "random":
+        raise ValueError(f"{NEED_BATCH_SIZE} `batching_method={batching_method!r}` lays out "
+                         f"whole batches.")
+    warnings.warn(
+        "StreamingDataset was built without `batch_size`, so it lays samples out for batches "
+        "of 1 (the DataLoader's default). Pass `batch_size=` to StreamingDataset (the same as "
+        "your DataLoader's), or use StreamingDataLoader, which hands its own to the dataset.",
+        stacklevel=3)
+    return 1
 
 
 def plan_config(options: OrderOptions, streams: StreamTable,
@@ -174,7 +196,7 @@ def plan_config(options: OrderOptions, streams: StreamTable,
     if resolution.num_canonical_nodes is None:
         raise RuntimeError("`num_canonical_nodes` can never be None. Provide a positive integer.")
     if not isinstance(options.batch_size, int):
-        raise ValueError(_NEED_BATCH_SIZE)
+        raise ValueError(NEED_BATCH_SIZE)
     block = resolution.shuffle_block_size
     if options.shuffle and not isinstance(block, int):
         raise TypeError(f"Dataset `shuffle_block_size` must be an integer. Got {type(block)} "

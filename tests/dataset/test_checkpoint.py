@@ -69,6 +69,18 @@ def test_missing_batch_size_means_one_with_a_warning(ints30, cache_dir) -> None:
 
 
 
+@pytest.mark.parametrize("batching", ["stratified", "per_stream", "device_per_stream"])
+def test_missing_batch_size_is_an_error_for_methods_that_lay_out_batches(
+        ints30, cache_dir, batching) -> None:
+    """Batches of 1 would let `per_stream` mix streams and starve `stratified`: these methods
+    raise the reference's error, before any sample is read, instead of warning."""
+    with StreamingDataset(remote=ints30, local=cache_dir(), batching_method=batching) as ds:
+        with pytest.raises(ValueError, match="Please pass `batch_size` to StreamingDataset.*"
+                                             f"batching_method='{batching}'"):
+            next(iter(ds))
+        assert ds.batch_size is None
+
+
 
 @pytest.mark.parametrize("batching", ["random", "stratified", "per_stream", "device_per_stream"])
 def test_a_checkpoint_taken_at_the_end_of_an_epoch_resumes(ints30, cache_dir, batching) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.order.batching import Planner
-from streaming.order.plan import _NEED_BATCH_SIZE
+from streaming.order.plan import NEED_BATCH_SIZE
 from streaming.order.plan_config import PlanConfig
 from streaming.order.resample import StreamLayout
 from streaming.order.world import World
@@ -46,7 +46,7 @@ def plan_config_of(dataset: Any) -> PlanConfig:
         raise RuntimeError('`num_canonical_nodes` can never be None. Provide a positive '
                            'integer.')
     if not isinstance(dataset.batch_size, int):
-        raise ValueError(_NEED_BATCH_SIZE)
+        raise ValueError(NEED_BATCH_SIZE)
     if dataset.shuffle and not isinstance(dataset.shuffle_block_size, int):
         raise TypeError(f'Dataset `shuffle_block_size` must be an integer. Got '
                         f'{type(dataset.shuffle_block_size)} instead.')
