@@ -237,3 +237,58 @@ def test_user_list_subclasses_configure_in_their_own_init(cls: type) -> None:
     decoded = coder.decode(coder.encode(values))
     assert [v.tolist() for v in decoded] == [[0, 1, 2], [7]]
     assert all(v.dtype == np.int16 for v in decoded)
+
+
+class _Upper(enc.Encoding):
+    """As the reference's docs write one: `decode` uses the `bytes` API."""
+
+    seen: set[str] = set()
+
+    def encode(self, obj: str) -> bytes:
+        return obj.upper().encode()
+
+    def decode(self, data: bytes) -> str:
+        _Upper.seen.add(type(data).__name__)
+        return data.decode()
+
+
+class _Raw(enc.Encoding):
+    def encode(self, obj: bytes) -> bytes:
+        return obj
+
+    def decode(self, data: bytes) -> bytes:
+        return data  # kept by the user: must not be a view of a mapping that goes away
+
+
+class _RawList(enc.List):
+    def underlying_encoder(self) -> enc.Encoding:
+        return _Raw()
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_a_user_encoding_decodes_bytes_on_every_read_path(registry: dict, tmp_path: Path,
+                                                          views: bool) -> None:
+    """The reader hands this package's encodings views of the shard, but a user's `decode` gets
+    `bytes` as in the reference, whichever path reads it (`dataset[i]`, iteration, the batched
+    loader) and even with `bytes_as_views`."""
+    from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+
+    registry.update(upper=_Upper, raw=_Raw, rawlist=_RawList)
+    out = str(tmp_path / "ds")
+    with MDSWriter(out=out, columns={"u": "upper", "r": "raw", "l": "rawlist", "n": "int"},
+                   size_limit=1 << 10) as writer:
+        for i in range(40):
+            writer.write({"u": f"abc{i}", "r": b"r%d" % i, "l": [b"x", b"y%d" % i], "n": i})
+    _Upper.seen.clear()
+    with StreamingDataset(local=out, batch_size=8, bytes_as_views=views) as ds:
+        sample = ds[3]
+        assert (sample["u"], sample["r"], sample["l"]) == ("ABC3", b"r3", [b"x", b"y3"])
+        got = list(ds)
+        assert [s["u"] for s in got] == [f"ABC{i}" for i in range(40)]
+        assert {type(s["r"]) for s in got} == {bytes}
+        assert {type(v) for s in got for v in s["l"]} == {bytes}
+        assert len({s["r"] for s in got}) == 40  # hashable: bytes, not views
+        batches = list(StreamingDataLoader(ds, batch_size=8, num_workers=0))
+    assert [u for b in batches for u in b["u"]] == [f"ABC{i}" for i in range(40)]
+    assert {type(r) for b in batches for r in b["r"]} == {bytes}
+    assert _Upper.seen == {"bytes"}

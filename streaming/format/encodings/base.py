@@ -8,7 +8,7 @@ text, arrays, images, serialized, lists). Imports numpy only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -48,8 +48,13 @@ class Encoding(ABC):
         """The bytes of `obj`."""
 
     @abstractmethod
-    def decode(self, data: bytes | memoryview) -> Any:
-        """The value of `data` (bytes, or a read-only view of a shard)."""
+    def decode(self, data: bytes) -> Any:
+        """The value of `data`.
+
+        An encoding of this package also takes a read-only `memoryview` of a shard (and says
+        so in its signature); one registered by a user gets `bytes`, as in the reference
+        (`reading_views` adapts it).
+        """
 
     def decode_many(self, rows: np.ndarray) -> Any:
         """Decode `n` fixed-size values at once.
@@ -81,3 +86,44 @@ def typed_rows(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return rows.view(dtype)
     except ValueError:  # a row is not contiguous: pay one copy rather than fail
         return np.ascontiguousarray(rows).view(dtype)
+
+
+class ViewDecoder(Protocol):
+    """An encoding as the MDS reader drives it: `decode` takes a read-only view of the shard's
+    bytes as well as `bytes` (no copy per value)."""
+
+    size: int | None
+    fixed_dtype: np.dtype | None
+    fixed_shape: tuple[int, ...] | None
+    struct_code: str | None
+
+    def decode(self, data: bytes | memoryview) -> Any: ...
+
+    def decode_many(self, rows: np.ndarray) -> Any: ...
+
+
+class _GivenBytes:
+    """A user's encoding behind the reader: its `decode` gets `bytes`, as the reference's docs
+    write it (`data.decode()`, `json.loads(data)`, or `return data` kept past the shard's
+    mapping), never a view of the shard."""
+
+    def __init__(self, inner: Encoding) -> None:
+        self.inner = inner
+        self.size = inner.size
+        self.fixed_dtype = inner.fixed_dtype
+        self.fixed_shape = inner.fixed_shape
+        self.struct_code = inner.struct_code
+
+    def decode(self, data: bytes | memoryview) -> Any:
+        return self.inner.decode(data if type(data) is bytes else bytes(data))
+
+    def decode_many(self, rows: np.ndarray) -> Any:
+        return self.inner.decode_many(rows)
+
+
+def reading_views(coder: Encoding) -> ViewDecoder:
+    """`coder` as the reader may call it with views: this package's encodings take them as they
+    are; any other (a user's, or a user's subclass of ours) gets `bytes`."""
+    if type(coder).__module__.startswith("streaming."):
+        return cast(ViewDecoder, coder)
+    return _GivenBytes(coder)

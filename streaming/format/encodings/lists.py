@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from streaming.format.encodings._framing import pack_frames, unpack_frames
-from streaming.format.encodings.base import Encoding
+from streaming.format.encodings.base import Encoding, ViewDecoder, reading_views
 from streaming.format.encodings.images import JPEG, PIL, PNG
 from streaming.format.encodings.table import register_encoding
 
@@ -28,6 +28,10 @@ class List(Encoding):
         # docs show) set their own attributes in an `__init__` that need not call ours.
         return self.underlying_encoder()
 
+    @cached_property
+    def _element_reader(self) -> ViewDecoder:
+        return reading_views(self._element)  # a user's element encoding gets bytes
+
     def underlying_encoder(self) -> Encoding:
         """The encoding of each element."""
         raise NotImplementedError
@@ -37,7 +41,7 @@ class List(Encoding):
         return _RESERVED + pack_frames([self._element.encode(item) for item in obj])
 
     def decode(self, data: bytes | memoryview) -> list[Any]:
-        return [self._element.decode(part) for part in unpack_frames(data, len(_RESERVED))]
+        return [self._element_reader.decode(part) for part in unpack_frames(data, len(_RESERVED))]
 
 
 class PILList(List):

@@ -26,7 +26,7 @@ import numpy as np
 
 from streaming.errors import ShardFormatError
 from streaming.format.encodings.arrays import NDArray
-from streaming.format.encodings.base import Encoding
+from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.scalars import Int, Scalar
 from streaming.format.mds.read_plan import Column
 
@@ -44,14 +44,14 @@ _TAKEABLE_DECODERS = (Int.decode, Scalar.decode, NDArray.decode)
 _TENSOR_KINDS = "biufc"
 
 
-def takeable(coder: Encoding, size: int) -> bool:
+def takeable(coder: ViewDecoder, size: int) -> bool:
     """Whether a column of values of `size` bytes can be gathered as one array."""
     dtype = coder.fixed_dtype
     return (dtype is not None and coder.size == size and dtype.isnative
             and dtype.kind in _TENSOR_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
 
 
-def _typed(coder: Encoding, items: np.ndarray, count: int) -> np.ndarray:
+def _typed(coder: ViewDecoder, items: np.ndarray, count: int) -> np.ndarray:
     """Gathered opaque items of a takeable column as its values' dtype and shape."""
     assert coder.fixed_dtype is not None
     shape = coder.fixed_shape if coder.fixed_shape is not None else ()

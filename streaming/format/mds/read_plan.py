@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from streaming.format.encodings import Encoding
+from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.text import Bytes
 
 __all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadStep",
@@ -36,7 +36,7 @@ class Column(NamedTuple):
     """One MDS column as the reader decodes it."""
 
     name: str
-    coder: Encoding
+    coder: ViewDecoder
     size: int | None  # fixed size from the index, None when the sample stores a length
     slot: int  # index of this column's length in the sample header (variable columns only)
 
@@ -189,7 +189,7 @@ def _fill_values(parts: Sequence[tuple[str, Callable[..., Any], int, int]],
         at = end
 
 
-def _struct_code(coder: Encoding) -> str:
+def _struct_code(coder: ViewDecoder) -> str:
     """The coder's `struct_code` if its `decode` is the one that code stands for (a subclass
     overriding `decode`, e.g. a user's registered encoding, inherits the code but not its
     meaning), else ''."""
@@ -211,7 +211,7 @@ def _cached(cached: Any, *args: Any) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def _run_decoding(run: tuple[tuple[str, Encoding, int | None], ...], slots: tuple[int, ...]
+def _run_decoding(run: tuple[tuple[str, ViewDecoder, int | None], ...], slots: tuple[int, ...]
                   ) -> tuple[int, str, Callable[..., Any]]:
     """`(kind, name, fn)` of a run of small values `(name, coder, fixed size or None)`, whose
     variable ones have header `slots`, in order: where the run sits in its sample and how long
@@ -258,7 +258,7 @@ def place_parts(template: list[ViewTemplate], lengths: tuple[int, ...],
 
 
 @lru_cache(maxsize=256)
-def _view_decoding(coder: Encoding, views: type) -> tuple[int, Callable[..., Any] | None, int]:
+def _view_decoding(coder: ViewDecoder, views: type) -> tuple[int, Callable[..., Any] | None, int]:
     """`(kind, fn, size)` of a value in a `view_template` (`size`: the bytes a `NUMBER` unpacks).
     The same wherever the value sits and however long it is, so samples whose layouts differ
     only in their variable lengths (images of every size) share it."""

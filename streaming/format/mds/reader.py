@@ -23,6 +23,7 @@ import numpy as np
 
 from streaming.errors import ShardFormatError, UnsafeTypeError
 from streaming.format.encodings import get_encoding, is_mds_encoding_safe
+from streaming.format.encodings.base import reading_views
 from streaming.format.encodings.text import Bytes
 from streaming.format.fileio import (
     FileIdentity,
@@ -169,7 +170,7 @@ class MDSReader(JointReader):
         columns, slots = [], 0
         for name, encoding, size in zip(self.column_names, self.column_encodings,
                                         self.column_sizes):
-            coder = get_encoding(encoding)
+            coder = reading_views(get_encoding(encoding))
             if (size or None) != coder.size:
                 # A hand-edited index (or one from another writer) that frames a column at
                 # another size than its encoding takes: no sample of the shard can decode.
