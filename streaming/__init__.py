@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from streaming._version import API_VERSION
-from streaming._version import __version__ as __shardstream_version__  # noqa: F401
+from streaming._version import (
+    API_VERSION,
+    __version__ as __shardstream_version__,  # noqa: F401
+)
 from streaming.lazy_names import lazy_names
 
 # The reference's version, whose API this package implements: code written against MosaicML

@@ -9,8 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from streaming.prefetch import MAX_FETCHES, MAX_FETCHES_ENV, LinkSizer, Prefetcher, max_fetches
 

@@ -17,8 +17,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor
-from concurrent.futures import wait as wait_futures
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any

@@ -24,19 +24,19 @@ from typing import Any
 from streaming.format.index import get_index_basename, parse_index, read_index_objects
 
 # The `X as X` imports are re-exports: reference import paths and our tests use them from here.
-from streaming.merge._locate import RETIRED_MARKER as RETIRED_MARKER
 from streaming.merge._locate import (
+    RETIRED_MARKER as RETIRED_MARKER,
     IndexSource,
+    _format_remote_index_files as _format_remote_index_files,
     _list_local,
+    _not_merged_index as _not_merged_index,
     _open_store,
     _partitions_in,
     retired_in,
     source_name,
 )
-from streaming.merge._locate import _format_remote_index_files as _format_remote_index_files
-from streaming.merge._locate import _not_merged_index as _not_merged_index
-from streaming.merge._partition import IncompletePartitionError as IncompletePartitionError
 from streaming.merge._partition import (
+    IncompletePartitionError as IncompletePartitionError,
     _check_files,
     _files_home,
     _prefix_of,

@@ -20,8 +20,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait as wait_futures
 from typing import Any
 
 from streaming.errors import StreamingError

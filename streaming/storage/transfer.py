@@ -22,8 +22,7 @@ from streaming.atomic import discard, replacing
 from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.errors import HashMismatchError, RemoteUnreachableError, StreamingError
 from streaming.hashing import hash_file
-from streaming.retries import backoff_pause
-from streaming.retries import call_with_retries as retrying
+from streaming.retries import backoff_pause, call_with_retries as retrying
 from streaming.storage._forksafe import abandon
 from streaming.storage.base import ProgressFn, Store
 

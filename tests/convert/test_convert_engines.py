@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from streaming.convert.columns import ConversionError
 from streaming.convert.shard_groups import columnize, group_shards

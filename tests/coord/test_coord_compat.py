@@ -19,9 +19,9 @@ from streaming.base.shared import (
     SharedBarrier,
     SharedMemory,
     SharedScalar,
+    _get_path as exported_get_path,
     get_shm_prefix,
 )
-from streaming.base.shared import _get_path as exported_get_path
 from streaming.base.shared.prefix import (
     _check_and_find,
     _check_and_find_retrying,

@@ -8,8 +8,7 @@ import os
 
 import pytest
 
-from streaming.coord import Outcome, ShardState, open_namespace
-from streaming.coord import wait as wait_module
+from streaming.coord import Outcome, ShardState, open_namespace, wait as wait_module
 from streaming.coord.liveness import identity, is_alive
 
 

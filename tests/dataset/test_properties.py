@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from streaming import StreamingDataset
 from streaming.base.batching import generate_work

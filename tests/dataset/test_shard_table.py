@@ -8,8 +8,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import streaming.cache.index_cache as index_cache_module
 import streaming.stream as stream_module

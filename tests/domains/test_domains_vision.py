@@ -10,8 +10,13 @@ import pytest
 import torch
 from PIL import Image
 
-from streaming.vision import StreamingADE20K, StreamingCIFAR10, StreamingCOCO, StreamingImageNet
-from streaming.vision import base as vision_base
+from streaming.vision import (
+    StreamingADE20K,
+    StreamingCIFAR10,
+    StreamingCOCO,
+    StreamingImageNet,
+    base as vision_base,
+)
 
 RNG = np.random.default_rng(7)
 PIXELS = [RNG.integers(0, 256, (4, 6, 3), dtype=np.uint8) for _ in range(12)]

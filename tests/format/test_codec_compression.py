@@ -7,8 +7,7 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import streaming.base.compression as ref_path
 from streaming.errors import MissingDependencyError

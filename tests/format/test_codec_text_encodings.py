@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import streaming.base.format.json.encodings as json_ref
 import streaming.base.format.xsv.encodings as xsv_ref

@@ -7,8 +7,7 @@ import struct
 
 import pytest
 from formats_support import materialise, read_all, scratch_dir
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from streaming.errors import ShardFormatError, ShardSizeMismatchError
 from streaming.format import JSONReader, JSONWriter, load_readers

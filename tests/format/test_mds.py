@@ -11,8 +11,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 from formats_support import datasets, materialise, read_all, same, scratch_dir
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from streaming.errors import ShardFormatError, ShardSizeMismatchError, UnsafeTypeError
 from streaming.format import MDSReader, MDSWriter, load_readers

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from formats_support import datasets, same, scratch_dir
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from streaming.errors import ShardFormatError
 from streaming.format import MDSWriter, load_readers

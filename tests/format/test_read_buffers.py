@@ -14,13 +14,11 @@ import threading
 import numpy as np
 import pytest
 from formats_support import same, scratch_dir
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from streaming.errors import ShardFormatError
 from streaming.format import MDSWriter, load_readers
-from streaming.format.mds import large_reads, read_plan
-from streaming.format.mds import reader as mds_reader
+from streaming.format.mds import large_reads, read_plan, reader as mds_reader
 from streaming.format.read_buffers import ReadBuffers, read_buffers
 
 BIG = read_plan.PREAD_MIN

@@ -12,8 +12,7 @@ import tempfile
 import warnings
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from streaming import StreamingDataset, index_parquet
 from tests.dataset.test_properties import Config, configs, planned

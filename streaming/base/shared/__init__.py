@@ -9,8 +9,7 @@ from streaming.base._lazy import submodules
 from streaming.base.shared.array import SharedArray
 from streaming.base.shared.barrier import SharedBarrier
 from streaming.base.shared.memory import SharedMemory
-from streaming.base.shared.prefix import _get_path as _get_path
-from streaming.base.shared.prefix import get_shm_prefix
+from streaming.base.shared.prefix import _get_path as _get_path, get_shm_prefix
 from streaming.base.shared.scalar import SharedScalar
 
 __all__ = ["SharedArray", "SharedBarrier", "SharedMemory", "get_shm_prefix", "SharedScalar"]

@@ -19,11 +19,9 @@ import numpy as np
 OURS = len(sys.argv) > 1 and sys.argv[1] == "ours"
 if OURS:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
-    from streaming.format.encodings import get_encoding as coder_for
-    from streaming.format.encodings import mds_decode, mds_encode
+    from streaming.format.encodings import get_encoding as coder_for, mds_decode, mds_encode
 else:
-    from streaming.base.format.mds.encodings import _get_coder as coder_for
-    from streaming.base.format.mds.encodings import mds_decode, mds_encode
+    from streaming.base.format.mds.encodings import _get_coder as coder_for, mds_decode, mds_encode
 
 CASES = {
     "int": 123456789,
