@@ -260,6 +260,13 @@ class _Raw(enc.Encoding):
         return data  # kept by the user: must not be a view of a mapping that goes away
 
 
+class _Shifted(enc.Int):
+    """Overrides `decode` only: the whole-column shortcuts it inherits must not bypass it."""
+
+    def decode(self, data: bytes) -> int:
+        return int.from_bytes(data, "little", signed=True) + 1000
+
+
 class _RawList(enc.List):
     def underlying_encoder(self) -> enc.Encoding:
         return _Raw()
@@ -273,9 +280,9 @@ def test_a_user_encoding_decodes_bytes_on_every_read_path(registry: dict, tmp_pa
     loader) and even with `bytes_as_views`."""
     from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
 
-    registry.update(upper=_Upper, raw=_Raw, rawlist=_RawList)
+    registry.update(upper=_Upper, raw=_Raw, rawlist=_RawList, shifted=_Shifted)
     out = str(tmp_path / "ds")
-    with MDSWriter(out=out, columns={"u": "upper", "r": "raw", "l": "rawlist", "n": "int"},
+    with MDSWriter(out=out, columns={"u": "upper", "r": "raw", "l": "rawlist", "n": "shifted"},
                    size_limit=1 << 10) as writer:
         for i in range(40):
             writer.write({"u": f"abc{i}", "r": b"r%d" % i, "l": [b"x", b"y%d" % i], "n": i})
@@ -285,10 +292,30 @@ def test_a_user_encoding_decodes_bytes_on_every_read_path(registry: dict, tmp_pa
         assert (sample["u"], sample["r"], sample["l"]) == ("ABC3", b"r3", [b"x", b"y3"])
         got = list(ds)
         assert [s["u"] for s in got] == [f"ABC{i}" for i in range(40)]
+        assert [s["n"] for s in got] == [1000 + i for i in range(40)]
         assert {type(s["r"]) for s in got} == {bytes}
         assert {type(v) for s in got for v in s["l"]} == {bytes}
         assert len({s["r"] for s in got}) == 40  # hashable: bytes, not views
         batches = list(StreamingDataLoader(ds, batch_size=8, num_workers=0))
     assert [u for b in batches for u in b["u"]] == [f"ABC{i}" for i in range(40)]
     assert {type(r) for b in batches for r in b["r"]} == {bytes}
+    assert [int(n) for b in batches for n in b["n"]] == [1000 + i for i in range(40)]
     assert _Upper.seen == {"bytes"}
+
+
+def test_a_subclass_overriding_decode_is_decoded_by_it_in_whole_blocks(registry: dict,
+                                                                       tmp_path: Path) -> None:
+    """Samples of fixed-size columns only are decoded a block at a time; a user's subclass of
+    `int` that overrides `decode` inherits `int`'s whole-column shortcut, which must not be
+    used for it (iteration read 1000, 1, 2, ... where `dataset[i]` read 1000 + i)."""
+    from streaming import MDSWriter, StreamingDataset
+
+    registry["shifted"] = _Shifted
+    out = str(tmp_path / "ds")
+    with MDSWriter(out=out, columns={"n": "shifted", "z": "int"}) as writer:
+        for i in range(300):
+            writer.write({"n": i, "z": i})
+    with StreamingDataset(local=out, batch_size=8) as ds:
+        assert [s["n"] for s in ds] == [1000 + i for i in range(300)]
+        assert [s["z"] for s in ds] == list(range(300))
+        assert ds[3]["n"] == 1003

@@ -110,15 +110,29 @@ class _GivenBytes:
     def __init__(self, inner: Encoding) -> None:
         self.inner = inner
         self.size = inner.size
-        self.fixed_dtype = inner.fixed_dtype
-        self.fixed_shape = inner.fixed_shape
-        self.struct_code = inner.struct_code
+        # A subclass of one of ours that overrides `decode` inherits shortcuts that stand for
+        # the decoding it replaced: a struct code, a whole-column `decode_many` and the dtype
+        # that lets readers skip `decode`. Only those defined with its `decode` are kept.
+        own = defining_class(inner, "decode")
+        many = defining_class(inner, "decode_many")
+        self._many = many is own or many is Encoding
+        self.fixed_dtype = inner.fixed_dtype if self._many else None
+        self.fixed_shape = inner.fixed_shape if self._many else None
+        vetted = defining_class(inner, "struct_code") is own
+        self.struct_code = inner.struct_code if vetted else None
 
     def decode(self, data: bytes | memoryview) -> Any:
         return self.inner.decode(data if type(data) is bytes else bytes(data))
 
     def decode_many(self, rows: np.ndarray) -> Any:
-        return self.inner.decode_many(rows)
+        if self._many:
+            return self.inner.decode_many(rows)
+        return [self.inner.decode(row.tobytes()) for row in rows]
+
+
+def defining_class(obj: object, attr: str) -> type | None:
+    """The class of `obj`'s MRO that defines `attr` (None: only the instance has it)."""
+    return next((k for k in type(obj).__mro__ if attr in vars(k)), None)
 
 
 def reading_views(coder: Encoding) -> ViewDecoder:
