@@ -9,6 +9,7 @@ it was. A leaf: imports only the standard library.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import secrets
@@ -20,12 +21,24 @@ __all__ = ["discard", "drop_dead_temps", "replacing", "temp_name_for", "write_at
 # `temp_name_for`'s suffix: the writing process's pid, then 12 random hex digits.
 _TEMP_SUFFIX = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{12}$")
 
+_NAME_MAX = 255  # bytes in one file name on Linux and macOS filesystems
 _IOV_MAX = 1024  # the Linux/macOS iovec limit per writev call
 
 
 def temp_name_for(path: str) -> str:
-    """A sibling name no other process or thread will pick: ``<name>.tmp.<pid>.<random>``."""
-    return f"{path}.tmp.{os.getpid()}.{secrets.token_hex(6)}"
+    """A sibling name no other process or thread will pick: ``<name>.tmp.<pid>.<random>``.
+
+    A name too long to take the suffix within the filesystem's 255 bytes keeps a head of it
+    and a digest of the whole (a 239-byte shard name failed with "File name too long").
+    """
+    suffix = f".tmp.{os.getpid()}.{secrets.token_hex(6)}"
+    head, name = os.path.split(path)
+    raw = os.fsencode(name)
+    if len(raw) + len(suffix) > _NAME_MAX:
+        digest = hashlib.blake2b(raw, digest_size=8).hexdigest()
+        keep = raw[:_NAME_MAX - len(suffix) - len(digest) - 1]
+        name = keep.decode("utf-8", "ignore") + "~" + digest  # a cut character dropped
+    return os.path.join(head, name + suffix)
 
 
 def drop_dead_temps(paths: Iterable[str]) -> list[str]:

@@ -7,6 +7,7 @@ readers' batched path.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from itertools import chain
 from typing import Any
@@ -69,7 +70,7 @@ class LocalDataset(Array, Dataset):
 
     def __init__(self, local: str, split: str | None = None) -> None:
         split = split or ""
-        self.local = local
+        self.local = os.path.expanduser(local)
         self.split = split
         self.shards: list[Reader] = load_readers(local, split)
         _read_where_they_lie(self.shards)

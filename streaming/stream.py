@@ -93,8 +93,7 @@ class Stream:
             raise ValueError("`download_retry` must be non-negative")
         if download_timeout is not None and download_timeout <= 0:
             raise ValueError("`download_timeout` must be positive")
-        self._download_retry = download_retry
-        self._download_timeout = download_timeout
+        self._download_retry, self._download_timeout = download_retry, download_timeout
         self._keep_zip = keep_zip
         self._inherited: dict[str, Any] = {}  # the dataset's values for the knobs left None
         self.validate_hash = validate_hash
@@ -105,7 +104,8 @@ class Stream:
                 raise ValueError(f"`columns` must name at least one column, each once: "
                                  f"{list(columns)!r}.")
         self.columns = tuple(columns) if columns is not None else None
-        self.local = local if local is not None else self._get_temporary_directory()
+        self.local = (os.path.expanduser(local) if local is not None  # `~` as in `remote=`
+                      else self._get_temporary_directory())
         self._store: Any | None = None
         self._index_size: int | None = None  # bytes of the index loaded by `get_shards`
         self._pending_index: LoadedIndex | None = None  # read from the remote, not cached yet
@@ -127,7 +127,7 @@ class Stream:
                     "directory and retry.")
             return path
         # Reused if it exists (unlike the reference): keyed by the remote, it holds that data.
-        digest = hashlib.blake2s(self.remote.encode("utf-8"), digest_size=16).hexdigest()
+        digest = hashlib.blake2s(os.fsencode(self.remote), digest_size=16).hexdigest()
         return os.path.join(tempfile.gettempdir(), digest, self.split)
 
     def _knob(self, given: Any, name: str) -> Any:

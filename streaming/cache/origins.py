@@ -33,7 +33,7 @@ OLD_RECORD_AGE = 7 * 86400.0  # a record without its directory's path goes after
 
 def _record_path(local_dir: str) -> str | None:
     """The record's file, or None when the state dir cannot be used."""
-    key = hashlib.sha1(os.path.realpath(local_dir).encode()).hexdigest()[:24]
+    key = hashlib.sha1(os.fsencode(os.path.realpath(local_dir))).hexdigest()[:24]
     try:
         return os.path.join(ensure_state_dir(), f"{_PREFIX}{key}{_SUFFIX}")
     except (OSError, CoordinationError):
@@ -47,7 +47,7 @@ def read_origin(local_dir: str) -> str | None:
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
             return f.readline().strip() or None
     except (OSError, UnicodeDecodeError):
         return None
@@ -60,7 +60,7 @@ def record_origin(local_dir: str, where: str) -> None:
     if path is None:
         return
     try:
-        write_atomic(path, [f"{where}\n{os.path.realpath(local_dir)}\n".encode()])
+        write_atomic(path, [os.fsencode(f"{where}\n{os.path.realpath(local_dir)}\n")])
         if _prune_due(os.path.dirname(path), time.time()):
             threading.Thread(target=_prune_quietly, args=(os.path.dirname(path),),
                              name="streaming-origins-prune", daemon=True).start()
@@ -95,7 +95,7 @@ def prune_origins(state_dir: str, *, now: float | None = None, force: bool = Fal
         if not (entry.name.startswith(_PREFIX) and entry.name.endswith(_SUFFIX)):
             continue
         try:
-            with open(entry.path, encoding="utf-8") as f:
+            with open(entry.path, encoding="utf-8", errors="surrogateescape") as f:
                 lines = f.read().splitlines()
             gone = (not os.path.isdir(lines[1]) if len(lines) > 1
                     else now - entry.stat().st_mtime > OLD_RECORD_AGE)

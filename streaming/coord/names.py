@@ -92,7 +92,7 @@ def namespace_name(
             never share, or unlink, each other's blocks.
     """
     pairs = sorted(
-        zip((os.path.abspath(p) for p in locals_), remotes, strict=True), key=lambda p: p[0]
+        zip((os.path.realpath(p) for p in locals_), remotes, strict=True), key=lambda p: p[0]
     )
     payload = json.dumps(
         {"streams": pairs, "job": job, "instance": instance, "scope": scope}, sort_keys=True
@@ -136,5 +136,5 @@ def record_path(state_dir: str, namespace: str) -> str:
 
 def local_index_path(state_dir: str, local: str) -> str:
     """The record of which namespaces use one local directory (keyed by the directory, not job)."""
-    digest = hashlib.blake2b(os.path.abspath(local).encode("utf-8"), digest_size=8).hexdigest()
+    digest = hashlib.blake2b(os.fsencode(os.path.realpath(local)), digest_size=8).hexdigest()
     return os.path.join(state_dir, f"local-{digest}.json")

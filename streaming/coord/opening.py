@@ -269,7 +269,7 @@ def open_namespace(
         ValueError: 'Reused local directory: ...' when the streams repeat a local directory, or
             a live dataset of another job (or of this process) uses one with our remote set.
     """
-    locals_ = [os.path.abspath(p) for p in locals_]
+    locals_ = [os.path.realpath(p) for p in locals_]  # one directory, however spelled
     remotes = [None] * len(locals_) if remotes is None else list(remotes)
     if len(remotes) != len(locals_):
         raise ValueError(f"Got {len(locals_)} local directories but {len(remotes)} remotes")

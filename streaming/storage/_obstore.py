@@ -42,6 +42,7 @@ from streaming.storage.base import (
     error_detail,
     stall_timeout,
 )
+from streaming.storage.urls import redact
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +128,26 @@ def parallel_settings(options: dict[str, Any],
     return threshold, part, workers
 
 
+def _check_prefix(url: str, prefix: str) -> None:
+    """Refuse, naming the URL, a key prefix obstore cannot name (it failed at the first request
+    with "Could not parse path", showing neither scheme nor bucket, and a control character raw).
+
+    Raises:
+        ValueError: an empty, ``.`` or ``..`` segment, or an ASCII control character.
+    """
+    if not prefix:
+        return
+    odd = [s for s in prefix.split("/") if s in ("", ".", "..")]
+    controls = sorted({c for c in prefix if ord(c) < 0x20 or ord(c) == 0x7F})
+    if odd or controls:
+        what = (f"an empty, '.' or '..' path segment ({prefix!r})" if odd else
+                f"the control character(s) {', '.join(repr(c) for c in controls)}")
+        hint = " (e.g. 'data//train' -> 'data/train')" if odd else ""
+        raise ValueError(f"{redact(url)!r} names a key with {what}: legal in some object "
+                         f"stores, but not one this library's client can name. Rename the "
+                         f"prefix{hint}.")
+
+
 class ObstoreBackedStore(Store):
     """A `Store` whose client is an ``obstore.store.*Store`` rooted at the same place.
 
@@ -139,6 +160,7 @@ class ObstoreBackedStore(Store):
 
     def _configure(self, options: dict[str, Any], *, allow_http: bool,
                    parallel_threshold: int = 32 << 20) -> None:
+        _check_prefix(self.url, getattr(self, "prefix", ""))
         self._upload_timeout = float(options.pop("upload_timeout", upload_timeout()))
         if not self._upload_timeout > 0:
             raise ValueError(f"upload_timeout must be positive, got {self._upload_timeout!r}")

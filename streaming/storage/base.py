@@ -60,9 +60,26 @@ class AccessDeniedError(StreamingError, PermissionError):
 
 
 def split_url(url: str) -> tuple[str, str, str]:
-    """Split a URL into ``(scheme, netloc, key prefix without surrounding slashes)``."""
-    parsed = urllib.parse.urlsplit(url)
-    return parsed.scheme, parsed.netloc, parsed.path.strip("/")
+    """Split an object-store URL into ``(scheme, netloc, key prefix without surrounding
+    slashes)``.
+
+    Everything after the bucket is the key, as boto3 and the stores' consoles take it: ``?``,
+    ``#`` and ``%XX`` are characters of the key, not a query, a fragment or an escape (read as
+    URL syntax, ``s3://b/train?v=1`` and ``s3://b/train?v=2`` were both the prefix ``train``).
+    Tabs and line breaks are dropped and leading control characters stripped, as
+    `urllib.parse.urlsplit` does, so a URL pasted with a newline names what it did before.
+    """
+    cleaned = url.lstrip(_C0_OR_SPACE).translate(_DROPPED)
+    scheme, sep, rest = cleaned.partition("://")
+    if not sep or not scheme.isascii() or "/" in scheme:
+        parsed = urllib.parse.urlsplit(url)
+        return parsed.scheme, parsed.netloc, parsed.path.strip("/")
+    netloc, _, key = rest.partition("/")
+    return scheme.lower(), netloc, key.strip("/")
+
+
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+_DROPPED = str.maketrans("", "", "\t\r\n")
 
 
 def join_key(*parts: str) -> str:

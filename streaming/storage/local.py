@@ -28,6 +28,11 @@ def local_path_of(url: str) -> str:
         if parsed.netloc not in ("", "localhost"):
             raise ValueError(f"file:// URLs must name a local path, got host {parsed.netloc!r}: "
                              f"{url}")
+        if "?" in url or "#" in url:
+            # URL syntax would cut the path there and read another folder.
+            raise ValueError(f"A file:// URL cannot hold '?' or '#' (they start a query or a "
+                             f"fragment): write them as %3F and %23, or give the plain path: "
+                             f"{url}")
         return urllib.parse.unquote(parsed.path)
     return os.path.expanduser(url)
 
