@@ -107,7 +107,13 @@ def resample(layout: StreamLayout, chooses: Sequence[int], granularity: int, see
     sizes = layout.samples_per_shard[shards]
     offsets = layout.sample_offset_per_shard[shards]
     if not len(shards) or not chosen.sum():
-        raise ValueError('need at least one array to concatenate')
+        # The reference's words first (code may match them), then what they mean here.
+        which = "no stream has" if stream_id is None else f"stream {stream_id} has no"
+        raise ValueError(
+            f"need at least one array to concatenate: {which} sample chosen in epoch "
+            f"{epoch} (a `choose` of 0, or an `epoch_size` too small to give it one). Batching "
+            f"methods that lay out batches per stream need every stream to contribute: drop "
+            f"the stream or raise its weight or the epoch size.")
     if np.array_equal(chosen, sizes) and np.array_equal(np.diff(offsets), sizes[:-1]):
         return Resampled(sizes[sizes > 0], None, int(offsets[0]))
     with np.errstate(divide='ignore', invalid='ignore'):

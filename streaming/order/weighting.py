@@ -80,7 +80,9 @@ def _split(epoch_size: int, proportions: NDArray[np.float64], seed: int) -> NDAr
     if total == 0 or np.isnan(total):
         # The reference divides by zero and then fails (or, for 2 streams, silently goes wrong)
         # drawing the shortfall; always fail, with its message.
-        raise ValueError('Cannot take a larger sample than population when replace is False')
+        raise ValueError(f"Cannot take a larger sample than population when replace is False: "
+                         f"the streams' proportions {proportions.tolist()} sum to {total}; give "
+                         f"at least one stream a positive proportion.")
     proportions /= total
     choose = (epoch_size * proportions).astype(np.int64)
     shortfall = epoch_size - choose.sum()

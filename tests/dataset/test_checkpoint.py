@@ -109,3 +109,18 @@ def test_a_checkpoint_beyond_the_padded_epoch_is_refused(ints30, cache_dir) -> N
         with pytest.raises(ValueError, match="'sample_in_epoch' is 33, beyond"):
             ds.load_state_dict({"epoch": 0, "sample_in_epoch": 33, "num_canonical_nodes": 4,
                                 "shuffle_seed": 9176, "initial_physical_nodes": 1})
+
+
+@pytest.mark.parametrize("batching", ["stratified", "per_stream", "device_per_stream"])
+def test_a_stream_left_without_samples_is_named_for_methods_that_batch_per_stream(
+        make_ints, cache_dir, batching) -> None:
+    """`choose=0` under a per-stream method failed with numpy's bare 'need at least one array to
+    concatenate' (the reference's text too): it is kept first, then the stream and the cause."""
+    from streaming import Stream
+
+    streams = [Stream(remote=make_ints(range(20)), local=cache_dir(), choose=0),
+               Stream(remote=make_ints(range(20)), local=cache_dir(), choose=12)]
+    with StreamingDataset(streams=streams, batch_size=4, batching_method=batching) as ds:
+        with pytest.raises(ValueError, match="^need at least one array to concatenate: stream 0 "
+                                             "has no sample chosen in epoch 0"):
+            next(iter(ds))
