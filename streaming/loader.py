@@ -104,14 +104,19 @@ class StreamingDataLoader(DataLoader):
     (`streaming.collate.collate_samples`). A `collate_fn` of your own is used as given, on
     samples as always.
 
-    Beyond DataLoader's arguments: `metrics_path` appends the runtime metrics (`metrics()`)
-    as a JSON line every `metrics_interval` seconds (default 10) and once at the end;
-    `metrics_log_interval` logs a one-line summary that often; `STREAMING_METRICS_PATH`,
-    `STREAMING_METRICS_INTERVAL` and `STREAMING_METRICS_LOG` set the same (see
-    `docs/metrics.md`). `headspace=N` loads the first N batches, then stops the workers and
-    serves those N again from memory for the rest of the epoch: the loop then runs at the
-    upper bound of the training step with loading made free. Not for training: the replayed
-    batches repeat, and checkpoints of such an epoch do not describe real progress.
+    Args:
+        *args: `torch.utils.data.DataLoader`'s, the dataset first.
+        metrics_path: append the runtime metrics (`metrics()`) as a JSON line there every
+            `metrics_interval` seconds and once at the end (`STREAMING_METRICS_PATH`).
+        metrics_interval: seconds between those lines (default 10;
+            `STREAMING_METRICS_INTERVAL`).
+        metrics_log_interval: log a one-line summary that often (`STREAMING_METRICS_LOG`).
+            See `docs/metrics.md`.
+        headspace: load the first N batches, then stop the workers and serve those N again
+            from memory for the rest of the epoch: the loop runs at the upper bound of the
+            training step with loading made free. Not for training: the replayed batches
+            repeat, and checkpoints of such an epoch do not describe real progress.
+        **kwargs: `torch.utils.data.DataLoader`'s (`batch_size`, `num_workers`, ...).
     """
 
     def __init__(self, *args: Any, metrics_path: str | None = None,

@@ -310,3 +310,18 @@ def test_help_of_streaming_dataset_documents_every_argument() -> None:
              if p != "self"]
     assert len(names) == 27
     assert [n for n in names if f"\n        {n}: " not in doc] == []
+
+
+@pytest.mark.parametrize("name", ["Stream", "StreamingDataLoader", "MDSWriter", "JSONWriter",
+                                  "CSVWriter", "TSVWriter", "XSVWriter", "LocalDataset"])
+def test_the_public_classes_document_every_argument(name: str) -> None:
+    """`help(CSVWriter)` listed no argument at all (its docstring was one line)."""
+    import inspect
+
+    cls = getattr(streaming, name)
+    doc = inspect.getdoc(cls) or ""
+    names = [p for p, v in inspect.signature(cls.__init__).parameters.items()
+             if p != "self" and v.kind is not v.VAR_POSITIONAL]
+    assert names
+    missing = [n for n in names if f"{n}:" not in doc and f"**{n}:" not in doc]
+    assert missing == []

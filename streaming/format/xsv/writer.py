@@ -132,14 +132,46 @@ class _FixedSeparatorWriter(XSVWriter):
 
 
 class CSVWriter(_FixedSeparatorWriter):
-    """Writes a streaming CSV dataset (separator ``,``; the config does not record it)."""
+    """Writes a streaming CSV dataset (separator ``,``; the config does not record it).
+
+    Example::
+
+        with CSVWriter(out="/data/csv", columns={"text": "str", "label": "int"}) as writer:
+            writer.write({"text": "hello", "label": 1})
+
+    Args:
+        columns: column name -> ``'str'``, ``'int'`` or ``'float'``.
+        newline: line terminator; may not occur in any name or value.
+        out: local directory, remote URL, or ``(local, remote)``.
+        keep_local: with a remote, keep local files after upload.
+        compression: optional ``algo[:level]``.
+        hashes: optional sorted list of hash algorithms.
+        size_limit: shard size budget (sample lines only) in bytes or human units.
+        **kwargs: ``progress_bar``, ``max_workers``, ``retry``, ``exist_ok``.
+    """
 
     format = "csv"
     separator = ","
 
 
 class TSVWriter(_FixedSeparatorWriter):
-    """Writes a streaming TSV dataset (separator tab; the config does not record it)."""
+    """Writes a streaming TSV dataset (separator tab; the config does not record it).
+
+    Example::
+
+        with TSVWriter(out="s3://bucket/tsv", columns={"text": "str"}) as writer:
+            writer.write({"text": "hello, world"})
+
+    Args:
+        columns: column name -> ``'str'``, ``'int'`` or ``'float'``.
+        newline: line terminator; may not occur in any name or value.
+        out: local directory, remote URL, or ``(local, remote)``.
+        keep_local: with a remote, keep local files after upload.
+        compression: optional ``algo[:level]``.
+        hashes: optional sorted list of hash algorithms.
+        size_limit: shard size budget (sample lines only) in bytes or human units.
+        **kwargs: ``progress_bar``, ``max_workers``, ``retry``, ``exist_ok``.
+    """
 
     format = "tsv"
     separator = "\t"
