@@ -88,7 +88,9 @@ def parse_sftp_url(url: str) -> urllib.parse.SplitResult:
     if parts.hostname is None:
         raise ValueError("If specifying a URI, the URI must include the hostname.")
     if parts.query or parts.fragment:
-        raise ValueError("Query and fragment parameters are not supported as part of a URI.")
+        # The reference's words, then the URL: a folder holding '?' or '#' cannot be named.
+        raise ValueError(f"Query and fragment parameters are not supported as part of a URI: "
+                         f"{redact(url)!r} ('?' and '#' cannot be part of an SFTP path here).")
     return parts
 
 
