@@ -117,6 +117,13 @@ class _FixedSeparatorWriter(XSVWriter):
 
     separator = ""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each format's docstring XSVWriter's arguments, but the implied separator."""
+        super().__init_subclass__(**kwargs)
+        args = (XSVWriter.__doc__ or "").partition("    Args:")[2]
+        kept = [line for line in args.splitlines() if not line.lstrip().startswith("separator:")]
+        cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n    Args:" + "\n".join(kept)
+
     def __init__(self, *, columns: dict[str, str], newline: str = "\n",
                  out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
@@ -138,16 +145,6 @@ class CSVWriter(_FixedSeparatorWriter):
 
         with CSVWriter(out="/data/csv", columns={"text": "str", "label": "int"}) as writer:
             writer.write({"text": "hello", "label": 1})
-
-    Args:
-        columns: column name -> ``'str'``, ``'int'`` or ``'float'``.
-        newline: line terminator; may not occur in any name or value.
-        out: local directory, remote URL, or ``(local, remote)``.
-        keep_local: with a remote, keep local files after upload.
-        compression: optional ``algo[:level]``.
-        hashes: optional sorted list of hash algorithms.
-        size_limit: shard size budget (sample lines only) in bytes or human units.
-        **kwargs: ``progress_bar``, ``max_workers``, ``retry``, ``exist_ok``.
     """
 
     format = "csv"
@@ -161,16 +158,6 @@ class TSVWriter(_FixedSeparatorWriter):
 
         with TSVWriter(out="s3://bucket/tsv", columns={"text": "str"}) as writer:
             writer.write({"text": "hello, world"})
-
-    Args:
-        columns: column name -> ``'str'``, ``'int'`` or ``'float'``.
-        newline: line terminator; may not occur in any name or value.
-        out: local directory, remote URL, or ``(local, remote)``.
-        keep_local: with a remote, keep local files after upload.
-        compression: optional ``algo[:level]``.
-        hashes: optional sorted list of hash algorithms.
-        size_limit: shard size budget (sample lines only) in bytes or human units.
-        **kwargs: ``progress_bar``, ``max_workers``, ``retry``, ``exist_ok``.
     """
 
     format = "tsv"
