@@ -344,6 +344,19 @@ def test_mapping_budget_bounds_open_files(tmp_path, small_registry) -> None:
     assert sum(r._state is not None for r in readers) <= 3
 
 
+def test_mapping_budget_bounds_open_files_of_column_reads(tmp_path, small_registry) -> None:
+    """`read_columns` (the loader's batched path) caches a rows view per mapping: dropped with
+    it, or every shard read stayed mapped, one descriptor each, until EMFILE."""
+    _write(str(tmp_path), 400, size_limit=300)
+    readers = load_readers(str(tmp_path))
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    ids = [int(r.read_columns(np.array([0]))["id"][0]) for r in readers]
+    assert ids == sorted(ids) and len(set(ids)) == len(readers) > 20
+    assert sum(r._rows is not None for r in readers) <= 3
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) <= fds + 3
+
+
 def test_undecodable_bytes_in_a_bulk_read_name_the_file_and_run(tmp_path) -> None:
     from streaming import StreamingDataset
 

@@ -251,6 +251,12 @@ class MDSReader(JointReader):
         self._rows = None
         super().close()
 
+    def _drop(self) -> None:
+        # The registry's bound on live mappings: the rows view holds the mapping (and, on
+        # Python < 3.13, its file descriptor) as much as `_state` does.
+        self._rows = None
+        super()._drop()
+
     def _decoding_changed(self) -> None:
         self._columns = None
         self._rows = None
