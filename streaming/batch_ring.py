@@ -27,6 +27,8 @@ process maps after a minute.
 
 from __future__ import annotations
 
+import errno
+import logging
 import mmap
 import os
 import secrets
@@ -43,6 +45,8 @@ from streaming.coord.release import after_workers_exit
 from streaming.coord.shm import ShmBlock, list_blocks, unlink_block
 
 __all__ = ["RingBatch", "RingReader", "WorkerRing"]
+
+log = logging.getLogger(__name__)
 
 _ALIGN = 64  # byte alignment of each array inside a slot
 _MIN_SLOT = 1 << 16
@@ -117,8 +121,14 @@ class WorkerRing:
         if not arrays and not blobs:
             return collate_columns(batch)
         slot = self._next
+        try:
+            block = self._block(slot, total)
+        except OSError as err:
+            if err.errno != errno.ENOSPC:
+                raise
+            _warn_shm_full(total, err)
+            return collate_columns(batch)  # torch's own transport, as without the ring
         self._next = (slot + 1) % self.slots
-        block = self._block(slot, total)
         buf = np.frombuffer(block.buf, np.uint8)
         for value, (_, offset, _, _) in zip(arrays, layout):
             target = buf[offset:offset + value.nbytes].view(value.dtype).reshape(value.shape)
@@ -137,12 +147,26 @@ class WorkerRing:
         if block is not None:  # too small: a bigger one under a new name
             block.close()
             unlink_block(block.name)
+            self._blocks[slot] = None
         name = f"{self.prefix}{secrets.token_hex(4)}_ring{slot}"
         # Not unlinked when this worker exits: the loader may still hold one of its batches
         # (delivered out of order) and map the slot after the worker is gone; it unlinks it.
-        block = ShmBlock.create(name, max(_MIN_SLOT, size + size // 4))
+        block = ShmBlock.create(name, max(_MIN_SLOT, size + size // 4), reserve=True)
         self._blocks[slot] = block
         return block
+
+
+_shm_warned = False
+
+
+def _warn_shm_full(size: int, err: OSError) -> None:
+    """Say once per process that batches left the ring for lack of /dev/shm space."""
+    global _shm_warned
+    if not _shm_warned:
+        _shm_warned = True
+        log.warning("/dev/shm has no room for a batch of %d bytes (%s); batches go through "
+                    "torch's own transport instead, which is slower. In a container, give it "
+                    "more shared memory (docker run --shm-size=1g).", size, err)
 
 
 def _blob_column(value: Any) -> tuple[list[Any], tuple[int, ...], bool] | None:

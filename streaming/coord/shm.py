@@ -56,17 +56,24 @@ class ShmBlock:
         self._mmap: mmap.mmap | None = mm
 
     @classmethod
-    def create(cls, name: str, size: int) -> ShmBlock:
+    def create(cls, name: str, size: int, reserve: bool = False) -> ShmBlock:
         """Create a block of exactly `size` bytes (zero-filled by the kernel), mode 0600.
+
+        With `reserve`, its pages are allocated now: a full /dev/shm (Docker's default is 64
+        MiB) is then an ENOSPC here, not a SIGBUS at the first write to a page the tmpfs
+        cannot supply. Blocks written sparsely (coordination arrays) are left unreserved.
 
         Raises:
             FileExistsError: A block of that name exists.
+            OSError: ENOSPC, with `reserve`: /dev/shm has no room for it.
         """
         if size <= 0:
             raise ValueError(f"Shared memory size must be positive, got {size}")
         fd = _posixshmem.shm_open(_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, _MODE)
         try:
             os.ftruncate(fd, size)
+            if reserve:
+                os.posix_fallocate(fd, 0, size)
             mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)

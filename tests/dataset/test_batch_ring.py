@@ -331,3 +331,51 @@ def test_slots_of_workers_of_earlier_epochs_are_unmapped(tmp_path) -> None:
         loader.close()
     first = mapped[0]
     assert first > 0 and max(mapped) <= 2 * first, mapped  # at most this epoch's and the last's
+
+
+def test_a_full_dev_shm_sends_the_batch_through_torch_instead(monkeypatch, caplog) -> None:
+    """A slot's pages are reserved when it is made: without room in /dev/shm (Docker's default
+    64 MiB against 8 MiB batches), the worker died of SIGBUS at its first write. Now the batch
+    goes as torch would send it, with one warning, and the ring tries again next time."""
+    import errno
+
+    from streaming.coord.shm import ShmBlock
+
+    made = ShmBlock.create
+
+    def full(name: str, size: int, reserve: bool = False) -> ShmBlock:
+        assert reserve  # ring slots always reserve their pages
+        if size > 1 << 20:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return made(name, size, reserve)
+
+    monkeypatch.setattr(ShmBlock, "create", full)
+    monkeypatch.setattr(batch_ring, "_shm_warned", False)
+    ring, reader = WorkerRing(2), RingReader()
+    try:
+        big = ring(_batch(64, 8192))
+        assert isinstance(big, dict) and torch.equal(
+            big["tokens"], torch.from_numpy(_batch(64, 8192)["tokens"]))
+        again = ring(_batch(64, 8192))
+        assert isinstance(again, dict)
+        small = ring(_batch(4, 8))
+        assert isinstance(small, RingBatch) and small.slot == 0
+        assert reader.take(small)["id"].tolist() == [0, 1, 2, 3]
+    finally:
+        reader.close()
+    warned = [r for r in caplog.records if "/dev/shm has no room" in r.getMessage()]
+    assert len(warned) == 1
+
+
+def test_reserved_blocks_fail_with_enospc_on_a_small_dev_shm() -> None:
+    """End to end in a private 1 MiB /dev/shm (needs root for `unshare -m`)."""
+    script = ("from streaming.coord.shm import ShmBlock\n"
+              "try:\n    ShmBlock.create('ss_t_big', 8 << 20, reserve=True)\n"
+              "except OSError as e:\n    print('errno', e.errno)\n")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("unshare -m is not permitted here")
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs /dev/shm && "
+         f"{sys.executable} -c \"$0\"", script], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "errno 28", out.stderr
