@@ -357,7 +357,7 @@ class Stream:
         listing = list_files(self.local_dir)
         # Downloads of a process killed mid-way (its own clean-up never ran).
         listing.difference_update(drop_dead_temps(listing))
-        keep_zip = self.safe_keep_zip
+        keep_zip, sole = self.safe_keep_zip, not self.has_remote_copy
         tables = shards.part_tables() if isinstance(shards, ShardReaders) else [None]
         # A stream read with options (a projection, files in place) may have other files than
         # its table names: each reader says what it has.
@@ -370,7 +370,7 @@ class Stream:
         else:
             todo = range(len(shards))
         for i in todo:
-            cache_usage_per_shard[i] = shards[i].set_up_local(listing, keep_zip)
+            cache_usage_per_shard[i] = shards[i].set_up_local(listing, keep_zip, sole)
         if len(tables) == 1 and tables[0] is not None and "parquet" in tables[0].formats:
             from streaming.format.parquet.reader import drop_other_projections
 

@@ -183,13 +183,14 @@ class Reader(Array, ABC):
         self.close()
         return self.files.remove(RAW) + self.files.remove(ZIP)
 
-    def set_up_local(self, listing: set[str], safe_keep_zip: bool) -> int:
+    def set_up_local(self, listing: set[str], safe_keep_zip: bool, sole_copy: bool = False
+                     ) -> int:
         """Bring the shard's files in the cache to a consistent state; return bytes present.
 
-        See `ShardFiles.reconcile` (the reference's method, with its deletion bug fixed).
+        See `ShardFiles.reconcile` (the reference's method, with its deletion bugs fixed).
         """
         self.close()
-        return self.files.reconcile(listing, safe_keep_zip)
+        return self.files.reconcile(listing, safe_keep_zip, sole_copy)
 
     def get_raw_size(self) -> int:
         """Bytes of the uncompressed files."""

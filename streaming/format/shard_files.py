@@ -139,7 +139,7 @@ class ShardFiles:
             freed += info.bytes
         return freed
 
-    def reconcile(self, listing: set[str], keep_zip: bool) -> int:
+    def reconcile(self, listing: set[str], keep_zip: bool, sole_copy: bool = False) -> int:
         """Bring the shard's files to a state the cache can trust; return the bytes kept.
 
         A form counts only if all its files are listed; a partial form is deleted. With
@@ -148,12 +148,16 @@ class ShardFiles:
         raw kept. QUIRK fixed: the reference meant to do that but deleted the raw files instead
         (while still counting them), forcing a needless re-decompression.
 
+        `sole_copy` (no remote holds the shard): raw files without their zip are the data
+        itself (a cache filled with a remote, then read local-only) and are kept; the reference
+        deleted them, and the dataset with them.
+
         Raises:
             ValueError: a compressed form exists although the shard was not compressed.
         """
         has_raw, has_zip = (self._keep_whole(which, listing) for which in (RAW, ZIP))
         if self.compressed:
-            if keep_zip and has_raw and not has_zip:
+            if keep_zip and has_raw and not has_zip and not sole_copy:
                 self.remove(RAW)
                 has_raw = False
             elif not keep_zip and has_raw and has_zip:

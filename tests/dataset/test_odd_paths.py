@@ -76,3 +76,20 @@ def test_a_directory_name_that_is_not_utf8(tmp_path) -> None:
     with StreamingDataset(remote=remote, local=os.fsdecode(root + b"/cach\xe9"),
                           batch_size=1) as ds:
         assert [s["t"] for s in ds] == [f"latin-{i}" for i in range(4)]
+
+
+def test_a_filled_cache_of_a_compressed_dataset_reads_local_only(make_ints, cache_dir) -> None:
+    """A cache filled from a zstd remote holds only the decompressed shards. Opened later with
+    `local=` alone, every shard was deleted as 'raw without its zip' (the reference does the
+    same), though they were the only copy: they are kept and read."""
+    remote = make_ints(range(60), compression="zstd")
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert sorted(s["v"] for s in ds) == list(range(60))
+    files = sorted(os.listdir(local))
+    assert files and not any(f.endswith(".zstd") for f in files)
+    with StreamingDataset(local=local, batch_size=4) as ds:
+        assert sorted(os.listdir(local)) == files
+        assert [s["v"] for s in ds] == list(range(60))
+        assert ds[59]["v"] == 59
+    assert sorted(os.listdir(local)) == files
