@@ -103,6 +103,10 @@ def write_atomic(path: str, parts: Sequence[Any], *, mode: int = 0o666) -> None:
         fd = os.open(tmp, flags, mode)
         try:
             _write_all(fd, parts)
+        except OSError as err:
+            if err.filename is None:  # a bare "[Errno 28] No space left on device": say where
+                err.filename = path
+            raise
         finally:
             os.close(fd)
 

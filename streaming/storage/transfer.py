@@ -10,6 +10,7 @@ URL. They return facts (bytes, seconds, attempts); callers decide what those mea
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -73,8 +74,14 @@ class TransferResult:
     attempts: int  # 1 when the first attempt succeeded
 
 
+# A local disk that is full, over quota or read-only: another attempt writes to the same disk.
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
 def is_retryable(err: BaseException) -> bool:
     """Whether another attempt might succeed (connection and server trouble, timeouts)."""
+    if isinstance(err, OSError) and err.errno in _DISK_ERRNOS:
+        return False
     return isinstance(err, Exception) and not isinstance(err, _FATAL)
 
 
@@ -212,15 +219,21 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
         FileNotFoundError: the object does not exist (not retried; names the URL).
         PermissionError: access was refused (not retried).
         HashMismatchError: ``Checksum failure: <local_path>`` (not retried).
+        OSError: ENOSPC, EDQUOT or EROFS writing `local_path` (not retried; names it).
         TransferError: every attempt failed with a transient error (names the URL; a
             `TransferTimeoutError` when the last attempt ran out of time).
     """
     os.makedirs(os.path.dirname(os.path.abspath(local_path)), exist_ok=True)
     start = time.monotonic()
-    count, attempts = call_with_retries(
-        lambda: _fetch_once(store, remote_path, local_path, timeout, hash_algo, expected_hash,
-                            expected_size, progress),
-        retries=retries, backoff=backoff, what=f"Download of {store.url_for(remote_path)}")
+    try:
+        count, attempts = call_with_retries(
+            lambda: _fetch_once(store, remote_path, local_path, timeout, hash_algo,
+                                expected_hash, expected_size, progress),
+            retries=retries, backoff=backoff, what=f"Download of {store.url_for(remote_path)}")
+    except OSError as err:
+        if err.errno in _DISK_ERRNOS and err.filename is None:  # say which disk, not retried
+            err.filename = local_path
+        raise
     return TransferResult(count, time.monotonic() - start, attempts)
 
 
