@@ -20,8 +20,7 @@ if TYPE_CHECKING:
     from obstore.store import AzureConfig
 
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
-from streaming.storage.base import join_key
-from streaming.storage.urls import Layout, parse_azure_url
+from streaming.storage.urls import Layout, join_key, parse_azure_url
 
 __all__ = ["AzureStore", "AzureDataLakeStore", "AzureOptions"]
 

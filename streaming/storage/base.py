@@ -14,7 +14,6 @@ import os
 import re
 import threading
 import time
-import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,7 +39,7 @@ _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|Inva
                               r"Server failed to authenticate the request)\b")
 
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
-           "ErrorKind", "error_detail", "split_url", "join_key"]
+           "ErrorKind", "error_detail"]
 
 def stall_timeout() -> float:
     """Seconds without data after which a transfer is dead (`STREAMING_STALL_TIMEOUT`)."""
@@ -57,34 +56,6 @@ class ObjectNotFoundError(StreamingError, FileNotFoundError):
 
 class AccessDeniedError(StreamingError, PermissionError):
     """A store refused the credentials or the operation; the message names the URL."""
-
-
-def split_url(url: str) -> tuple[str, str, str]:
-    """Split an object-store URL into ``(scheme, netloc, key prefix without surrounding
-    slashes)``.
-
-    Everything after the bucket is the key, as boto3 and the stores' consoles take it: ``?``,
-    ``#`` and ``%XX`` are characters of the key, not a query, a fragment or an escape (read as
-    URL syntax, ``s3://b/train?v=1`` and ``s3://b/train?v=2`` were both the prefix ``train``).
-    Tabs and line breaks are dropped and leading control characters stripped, as
-    `urllib.parse.urlsplit` does, so a URL pasted with a newline names what it did before.
-    """
-    cleaned = url.lstrip(_C0_OR_SPACE).translate(_DROPPED)
-    scheme, sep, rest = cleaned.partition("://")
-    if not sep or not scheme.isascii() or "/" in scheme:
-        parsed = urllib.parse.urlsplit(url)
-        return parsed.scheme, parsed.netloc, parsed.path.strip("/")
-    netloc, _, key = rest.partition("/")
-    return scheme.lower(), netloc, key.strip("/")
-
-
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))
-_DROPPED = str.maketrans("", "", "\t\r\n")
-
-
-def join_key(*parts: str) -> str:
-    """Join object-key fragments with single slashes, dropping empty ones."""
-    return "/".join(part.strip("/") for part in parts if part and part.strip("/"))
 
 
 class MeteredWriter:

@@ -18,8 +18,9 @@ from typing import Any, TypedDict
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 
-from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, split_url
+from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
+from streaming.storage.urls import split_url
 
 __all__ = ["GCSStore", "GCSOptions", "GCS_ERROR_NO_AUTHENTICATION"]
 

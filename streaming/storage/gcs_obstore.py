@@ -21,8 +21,9 @@ from obstore.store import GCSStore as _ObstoreGCS
 
 from streaming.errors import MissingDependencyError
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
-from streaming.storage.base import Store, split_url
+from streaming.storage.base import Store
 from streaming.storage.s3 import S3Store
+from streaming.storage.urls import split_url
 
 __all__ = ["GCSHmacStore", "GCSReadOptions", "GCSReadStore", "open_gcs_store"]
 

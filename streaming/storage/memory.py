@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import threading
 
-from streaming.storage.base import Store, split_url
+from streaming.storage.base import Store
+from streaming.storage.urls import split_url
 
 __all__ = ["MemoryStore", "clear_memory_stores"]
 

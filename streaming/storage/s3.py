@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 from streaming.errors import RemoteUnreachableError
 from streaming.storage._forksafe import forksafe
 from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
-from streaming.storage.base import AccessDeniedError, split_url
+from streaming.storage.base import AccessDeniedError
 from streaming.storage.messages import s3_not_found
+from streaming.storage.urls import split_url
 
 __all__ = ["S3Store", "S3Options"]
 

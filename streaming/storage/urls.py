@@ -9,10 +9,9 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any, Literal
 
-from streaming.storage.base import split_url
-
-__all__ = ["BAD_OUT", "Layout", "parse_azure_url", "redact", "parse_sftp_url", "parse_hf_url",
-           "parse_oci_url", "parse_dbfs_url", "scheme_of", "split_out", "UC_PREFIX"]
+__all__ = ["BAD_OUT", "UC_PREFIX", "Layout", "join_key", "parse_azure_url", "parse_dbfs_url",
+           "parse_hf_url", "parse_oci_url", "parse_sftp_url", "redact", "scheme_of", "split_out",
+           "split_url"]
 
 Layout = Literal["account", "container"]
 
@@ -20,6 +19,34 @@ BAD_OUT = (
     "Invalid `out` argument. It is either a string of local/remote directory or a list of two "
     "strings with [local, remote]."
 )
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """Split an object-store URL into ``(scheme, netloc, key prefix without surrounding
+    slashes)``.
+
+    Everything after the bucket is the key, as boto3 and the stores' consoles take it: ``?``,
+    ``#`` and ``%XX`` are characters of the key, not a query, a fragment or an escape (read as
+    URL syntax, ``s3://b/train?v=1`` and ``s3://b/train?v=2`` were both the prefix ``train``).
+    Tabs and line breaks are dropped and leading control characters stripped, as
+    `urllib.parse.urlsplit` does, so a URL pasted with a newline names what it did before.
+    """
+    cleaned = url.lstrip(_C0_OR_SPACE).translate(_DROPPED)
+    scheme, sep, rest = cleaned.partition("://")
+    if not sep or not scheme.isascii() or "/" in scheme:
+        parsed = urllib.parse.urlsplit(url)
+        return parsed.scheme, parsed.netloc, parsed.path.strip("/")
+    netloc, _, key = rest.partition("/")
+    return scheme.lower(), netloc, key.strip("/")
+
+
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+_DROPPED = str.maketrans("", "", "\t\r\n")
+
+
+def join_key(*parts: str) -> str:
+    """Join object-key fragments with single slashes, dropping empty ones."""
+    return "/".join(part.strip("/") for part in parts if part and part.strip("/"))
 
 
 def scheme_of(url: str) -> str:

@@ -18,10 +18,9 @@ from typing import Any, ClassVar
 from streaming.base.storage import _boto
 from streaming.base.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.retries import call_with_retries
-from streaming.storage.base import join_key, split_url
 from streaming.storage.schemes import open_store, scheme_of
 from streaming.storage.transfer import push
-from streaming.storage.urls import split_out
+from streaming.storage.urls import join_key, split_out, split_url
 
 __all__ = [
     "CloudUploader",
