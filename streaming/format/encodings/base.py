@@ -113,12 +113,12 @@ class _GivenBytes:
         # A subclass of one of ours that overrides `decode` inherits shortcuts that stand for
         # the decoding it replaced: a struct code, a whole-column `decode_many` and the dtype
         # that lets readers skip `decode`. Only those defined with its `decode` are kept.
-        own = defining_class(inner, "decode")
-        many = defining_class(inner, "decode_many")
+        own = _defining_class(inner, "decode")
+        many = _defining_class(inner, "decode_many")
         self._many = many is own or many is Encoding
         self.fixed_dtype = inner.fixed_dtype if self._many else None
         self.fixed_shape = inner.fixed_shape if self._many else None
-        vetted = defining_class(inner, "struct_code") is own
+        vetted = _defining_class(inner, "struct_code") is own
         self.struct_code = inner.struct_code if vetted else None
 
     def decode(self, data: bytes | memoryview) -> Any:
@@ -130,7 +130,7 @@ class _GivenBytes:
         return [self.inner.decode(row.tobytes()) for row in rows]
 
 
-def defining_class(obj: object, attr: str) -> type | None:
+def _defining_class(obj: object, attr: str) -> type | None:
     """The class of `obj`'s MRO that defines `attr` (None: only the instance has it)."""
     return next((k for k in type(obj).__mro__ if attr in vars(k)), None)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from streaming.format.encodings.base import ViewDecoder, defining_class
+from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.text import Bytes
 
 __all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadStep",
@@ -190,15 +190,10 @@ def _fill_values(parts: Sequence[tuple[str, Callable[..., Any], int, int]],
 
 
 def _struct_code(coder: ViewDecoder) -> str:
-    """The coder's `struct_code` if its `decode` is the one that code stands for (a subclass
-    overriding `decode`, e.g. a user's registered encoding, inherits the code but not its
-    meaning), else ''. A code set on the instance was vetted there (`reading_views`)."""
-    if not coder.struct_code:
-        return ""
-    code_owner = defining_class(coder, "struct_code")
-    if code_owner is not None and code_owner is not defining_class(coder, "decode"):
-        return ""
-    return coder.struct_code
+    """The coder's `struct_code`, or ''. Only this package's encodings reach the reader as they
+    are; a user's comes through `reading_views`, which keeps a code only where it stands for
+    the class's own `decode`."""
+    return coder.struct_code or ""
 
 
 def _cached(cached: Any, *args: Any) -> Any:
