@@ -108,7 +108,7 @@ def resample(layout: StreamLayout, chooses: Sequence[int], granularity: int, see
     offsets = layout.sample_offset_per_shard[shards]
     if not len(shards) or not chosen.sum():
         # The reference's words first (code may match them), then what they mean here.
-        which = "no stream has" if stream_id is None else f"stream {stream_id} has no"
+        which = "no stream has a" if stream_id is None else f"stream {stream_id} has no"
         raise ValueError(
             f"need at least one array to concatenate: {which} sample chosen in epoch "
             f"{epoch} (a `choose` of 0, or an `epoch_size` too small to give it one). Batching "
