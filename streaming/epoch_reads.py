@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streaming.cache.early_reads import remote_samples
+from streaming.cache.held_mappings import HeldMappings
 from streaming.errors import ShardFormatError, StreamingError
 from streaming.prefetch import Prefetcher, Prefetchers
 
@@ -30,9 +30,6 @@ __all__ = ["EpochReads", "Locate"]
 log = logging.getLogger(__name__)
 
 _END = object()  # `next`'s default: the run had one sample
-
-# How often, at most, a reader under a cache limit looks for evicted shards it still maps.
-_RELEASE_EVERY = 0.05
 
 Locate = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]
 
@@ -78,14 +75,14 @@ class EpochReads:
         # shard lands (`early_prefix`); 0 turns that off.
         self.early_limit = 0 if get_item is not None else early_limit
         # Under a cache limit: the shards this process may map (read now, or in an earlier
-        # epoch), whose mappings go once they are evicted (see `_release_evicted`).
-        self._held: set[int] = set()
-        self._next_release = 0.0
+        # epoch), whose mappings go once they are evicted.
+        self._held: HeldMappings | None = None
         if cache.cache_limit is not None:
             built = getattr(readers, "built_ids", None)
-            self._held.update(built() if built is not None else ())
-            self.enter = self._entering(reading.enter)
-            self.leave = self._leaving(reading.leave)
+            self._held = HeldMappings(readers, cache.evictions.numpy(),
+                                      built() if built is not None else ())
+            self.enter = self._entering(reading.enter, self._held)
+            self.leave = self._leaving(reading.leave, self._held)
 
     def watch(self, prefetcher: Prefetcher) -> None:
         """Keep a started prefetcher where its dataset's `close()` can stop it."""
@@ -137,37 +134,27 @@ class EpochReads:
             if self.cache.is_local(shard) and not self.cache.raw_present(shard):
                 self.readers[shard].close()
                 self.cache.prepare(shard, blocking=True, force=True)
-        if self.cache.cache_limit is not None:
-            self._release_evicted()
+        if self._held is not None:
+            self._held.release()
 
-    def _entering(self, enter: Callable[[int, int], None]) -> Callable[[int, int], None]:
-        """`enter` (a shard change), also remembering the shard as mapped here and, at most
-        every `_RELEASE_EVERY` seconds, releasing the mappings of evicted shards."""
+    @staticmethod
+    def _entering(enter: Callable[[int, int], None], held: HeldMappings
+                  ) -> Callable[[int, int], None]:
+        """`enter` (a shard change), also remembering the shard as mapped here (which releases
+        the mappings of evicted shards when a look is due; see `HeldMappings`)."""
         def entering(shard: int, position: int) -> None:
             enter(shard, position)
-            self._held.add(shard)
-            now = time.monotonic()
-            if now >= self._next_release:
-                self._next_release = now + _RELEASE_EVERY
-                self._release_evicted()
+            held.add(shard)
         return entering
 
-    def _leaving(self, leave: Callable[[], None]) -> Callable[[], None]:
+    @staticmethod
+    def _leaving(leave: Callable[[], None], held: HeldMappings) -> Callable[[], None]:
         """`leave` (the end of this process's epoch), then a last look for evicted shards."""
         def leaving() -> None:
             leave()
-            self._release_evicted()
+            held.stop()
+            held.release()
         return leaving
-
-    def _release_evicted(self) -> None:
-        """Under a cache limit, drop this process's mappings of the shards it has read that
-        were evicted since (by any process of the node): a deleted file's disk space is freed
-        only once no process maps it, so mappings kept would let the cache's real footprint
-        grow far past the limit (the whole dataset, over an epoch)."""
-        held = self._held
-        for shard in [shard for shard in held if not self.cache.is_local(shard)]:
-            self.readers[shard].close()
-            held.discard(shard)
 
     def early_samples(self, shard: int, indices: np.ndarray) -> list[Any] | None:
         """Samples `indices` of `shard` read from the remote while the shard is not local

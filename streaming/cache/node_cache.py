@@ -85,6 +85,9 @@ class NodeCache(NodeMetrics):
             # back whole on eviction, so files deleted behind the cache's back never leak into it.
             self.counted = namespace.array("counted_bytes", np.int64, n, fill=0)
             self.in_use = namespace.array("in_use", np.int64, IN_USE_SLOTS, fill=-1)
+            # How many times each shard was evicted, then the node's total: a worker's mapping
+            # of a shard evicted (and maybe fetched again) since holds a deleted file.
+            self.evictions = namespace.array("evictions", np.int64, n + 1, fill=0)
             # Shards the user asked to keep resident (`pin`): never evicted while pinned.
             self.pinned = namespace.array("pinned", np.uint8, n, fill=0)
             # How far each reading worker is in its list of the epoch (-1: not reading).
@@ -328,6 +331,9 @@ class NodeCache(NodeMetrics):
         if outcome is Outcome.BUSY:
             return
         self.shards[shard].evict()
+        evictions = self.evictions.numpy()
+        evictions[shard] += 1
+        evictions[-1] += 1  # what `HeldMappings` looks at to know whether to look further
         self.access_times.numpy()[shard] = _NEVER
         counted = self.counted.numpy()
         self.counters.add_many({"evictions": 1, "evicted_bytes": int(counted[shard])})

@@ -18,6 +18,7 @@ import pytest
 from streaming import StreamingDataLoader, StreamingDataset
 from streaming.errors import ShardSizeMismatchError, UnverifiedCacheWarning
 from tests.dataset.conftest import write_ints
+from tests.dataset.procs import alive, all_children_of, children
 
 
 def test_index_changed_under_a_cached_copy(make_ints, cache_dir, tmp_path) -> None:
@@ -184,10 +185,10 @@ def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
     local = cache_dir()
     ds = StreamingDataset(remote=ints30, local=local, batch_size=4)
     loader = StreamingDataLoader(ds, batch_size=4, num_workers=2)
-    before = set(_children())  # other tests may have servers running as our children
+    before = set(children())  # other tests may have servers running as our children
     it = iter(loader)
     next(it)
-    workers = set(_children()) - before
+    workers = set(children()) - before
     assert len(workers) == 2
     for pid in workers:
         os.kill(pid, signal.SIGKILL)
@@ -204,11 +205,6 @@ def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
     with StreamingDataset(remote=ints30, local=local, batch_size=4) as fresh:
         loader = StreamingDataLoader(fresh, batch_size=4, num_workers=2)
         assert sorted(v for b in loader for v in b["v"].tolist()) == list(range(30))
-
-
-def _children() -> list[int]:
-    """Pids of this process's child processes (the DataLoader workers)."""
-    return _all_children_of(os.getpid())
 
 
 def _fds() -> int:
@@ -296,70 +292,14 @@ def test_a_killed_trainers_lingering_workers_do_not_block_its_restart(ints30, ca
     trainer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert trainer.stdout is not None and trainer.stdout.readline().strip() == "running"
-        workers = _all_children_of(trainer.pid)
+        workers = all_children_of(trainer.pid)
         assert len(workers) == 2
     finally:
         trainer.kill()
         trainer.wait()
-    assert any(_alive(pid) for pid in workers)  # the window this test is about
+    assert any(alive(pid) for pid in workers)  # the window this test is about
     with StreamingDataset(remote=ints30, local=local, batch_size=4) as again:
         assert sorted(s["v"] for s in again) == list(range(30))
-
-
-def _all_children_of(parent: int) -> list[int]:
-    """Pids of `parent`'s child processes."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-                pids.append(int(entry))
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _deleted_mappings(directory: str, pids: list[int]) -> int:
-    """Files of `directory` deleted but still mapped by any of `pids` (disk still held)."""
-    held = set()
-    for pid in pids:
-        try:
-            lines = open(f"/proc/{pid}/maps").read().splitlines()
-        except OSError:
-            continue
-        held.update(line.split(None, 5)[5] for line in lines
-                    if directory in line and line.endswith("(deleted)"))
-    return len(held)
-
-
-@pytest.mark.parametrize("workers", [0, 2])
-def test_evicted_shards_are_not_kept_mapped(make_ints, cache_dir, workers: int) -> None:
-    """A deleted file's disk space is freed only once no process maps it: under a cache limit,
-    shards evicted behind a reader must not stay mapped, or the cache's real footprint grows to
-    the whole dataset over an epoch while the files seen stay under the limit. A process may
-    still map what it read since it last looked (at most what the limit holds)."""
-    remote = make_ints(range(8000), size_limit=2000)  # 54 shards of ~2 KB
-    local = cache_dir()
-    with StreamingDataset(remote=remote, local=local, batch_size=4, cache_limit="24kb",
-                          shuffle=True) as ds:
-        loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers,
-                                     persistent_workers=workers > 0)
-        seen = []
-        for _ in range(2):
-            seen += [v for batch in loader for v in batch["v"].tolist()]
-            pids = [os.getpid(), *_children()]
-            assert _deleted_mappings(local, pids) <= 12 * max(workers, 1)  # 24 KB of shards
-        assert sorted(seen) == sorted(list(range(8000)) * 2)
-        loader.close()
 
 
 def test_evicting_the_shard_being_read_does_not_break_iteration(make_ints, cache_dir) -> None:
