@@ -17,6 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from streaming.coord.cache_claims import claim_caches
 from streaming.coord.cleanup import sweep_at_start
 from streaming.coord.forking import freeze_heap_in_forked_children
 from streaming.coord.liveness import Identity, identity, is_alive
@@ -141,6 +142,8 @@ def _choose(state_dir: str, locals_: list[str], remotes: list[str | None], job: 
         log.debug("Reclaiming stale namespace %s (all holders dead)", name)
         reclaim(state_dir, record)
     _check_locals(state_dir, name, locals_, remotes, job)
+    claim_caches(state_dir, name, [local for local, remote in zip(locals_, remotes, strict=True)
+                                   if remote is not None])
     write_record(state_dir, Record(name, locals_, remotes, holders=[holder_entry(me)], job=job))
     for local, remote in zip(locals_, remotes, strict=True):
         add_local_user(state_dir, local, name, remote is not None)
