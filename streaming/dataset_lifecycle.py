@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from streaming.coord.orphans import exit_with_parent
+from streaming.coord.orphans import exit_with_parent, loader_done_event
 from streaming.errors import DatasetClosedError
 from streaming.format.read_buffers import pickle_views_as_bytes
 
@@ -70,10 +70,11 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
 
 
 def as_loader_worker(views_as_bytes: bool) -> None:
-    """Set up this DataLoader worker process (idempotent): it ends when its parent is gone
-    (`streaming.coord.orphans`), and with `views_as_bytes` the memoryviews it sends leave as
-    bytes (a worker's queue cannot pickle views)."""
-    exit_with_parent()
+    """Set up this DataLoader worker process (idempotent): it ends when its parent is gone or
+    its loader shut down without telling it (`streaming.coord.orphans`), and with
+    `views_as_bytes` the memoryviews it sends leave as bytes (a worker's queue cannot pickle
+    views)."""
+    exit_with_parent(done=loader_done_event())
     if views_as_bytes:
         pickle_views_as_bytes()
 

@@ -197,3 +197,21 @@ def test_a_start_sweeps_dead_namespaces_of_other_directories_once_a_minute(
         third.close()
     finally:
         first.close()
+
+
+def test_a_worker_whose_loader_is_done_ends_after_the_grace() -> None:
+    """`exit_with_parent`'s thread with torch's done event: set, it ends the worker (code 0)
+    once it stayed set for `DONE_GRACE`; outside a worker loop there is no event to watch."""
+    import threading
+
+    from streaming.coord import orphans
+
+    assert orphans.loader_done_event() is None
+    done, ended = threading.Event(), threading.Event()
+    codes: list[int] = []
+    thread = threading.Thread(target=orphans._watch, daemon=True, args=(
+        os.getppid(), lambda code: (codes.append(code), ended.set()), done))
+    thread.start()
+    assert not ended.wait(2 * orphans.POLL_SECONDS)  # not done: it only watches
+    done.set()
+    assert ended.wait(60) and codes == [0]

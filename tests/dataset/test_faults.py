@@ -317,3 +317,38 @@ def test_evicting_the_shard_being_read_does_not_break_iteration(make_ints, cache
             if len(seen) == 150:
                 ds.evict_coldest_shard()
         assert seen == list(range(300))
+
+
+class _FailsAt(StreamingDataset):
+    """A user's transform that fails on one sample."""
+
+    def __getitem__(self, idx: int) -> dict:
+        sample = super().__getitem__(idx)
+        if sample["v"] == 17:
+            raise ValueError("a bad sample")
+        return sample
+
+
+def test_workers_of_a_plain_loader_collected_after_an_error_end_by_themselves(
+        ints30, cache_dir) -> None:
+    """The iterator is in a cycle with the worker's error (torch's `reraise`), so a garbage
+    collection reclaims it: its queues were finalised first, the workers never got their last
+    message, and torch waited 5 s for each before terminating it (10 s with 2 workers, at
+    whatever collection came next). They now see the loader is done and exit by themselves,
+    before torch's join gives up on them and terminates them."""
+    from torch.utils.data import DataLoader
+
+    terminated = []
+    with _FailsAt(remote=ints30, local=cache_dir(), batch_size=2) as ds:
+        it = iter(DataLoader(ds, batch_size=2, num_workers=2))
+        workers = list(it._workers)
+        for worker in workers:
+            kill = worker.terminate
+            worker.terminate = lambda kill=kill: (terminated.append(1), kill())  # type: ignore
+        with pytest.raises(ValueError, match="a bad sample"):
+            for _ in it:
+                pass
+        del it
+        gc.collect()
+        assert all(w.exitcode == 0 for w in workers)
+        assert not terminated
