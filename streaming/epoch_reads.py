@@ -140,8 +140,8 @@ class EpochReads:
     @staticmethod
     def _entering(enter: Callable[[int, int], None], held: HeldMappings
                   ) -> Callable[[int, int], None]:
-        """`enter` (a shard change), also remembering the shard as mapped here (which releases
-        the mappings of evicted shards when a look is due; see `HeldMappings`)."""
+        """`enter` (a shard change), also remembering the shard as mapped here (which lets go
+        of the mappings of shards evicted since, if the node evicted any; see `HeldMappings`)."""
         def entering(shard: int, position: int) -> None:
             enter(shard, position)
             held.add(shard)
