@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Sequence
 
 from streaming.atomic import write_atomic
@@ -27,10 +28,15 @@ from streaming.coord.records import ensure_state_dir, live_holders, read_record
 from streaming.coord.shm import SHM_DIR
 from streaming.errors import CoordinationError, ReusedLocalError
 
-__all__ = ["PRUNE_ABOVE", "claim_caches", "claims_dir"]
+__all__ = ["PRUNE_ABOVE", "PRUNE_AFTER", "claim_caches", "claims_dir"]
 
 #: How many claims may accumulate before those of dead datasets are deleted.
 PRUNE_ABOVE = 64
+
+#: Claims younger than this (seconds) are never pruned: a dataset writes its claim before its
+#: record (under its own TMPDIR's lock, not ours), so a young claim without a record may be
+#: one still being opened.
+PRUNE_AFTER = 60.0
 
 
 def claims_dir(shm_dir: str = SHM_DIR) -> str | None:
@@ -83,12 +89,21 @@ def claim_caches(state_dir: str, namespace: str, locals_: Sequence[str],
 
 def _prune(directory: str, keep: int = PRUNE_ABOVE) -> None:
     """Past `keep` claims, delete those whose namespace has no live holder left (a claim is
-    never removed when its dataset goes: the next one over that directory replaces it)."""
+    never removed when its dataset goes: the next one over that directory replaces it).
+
+    Claims younger than `PRUNE_AFTER` stay: their dataset may not have written its record yet
+    (ours included, which used to prune its own fresh claim and let the other job in)."""
     names = [name for name in os.listdir(directory) if name.endswith(".json")]
     if len(names) <= keep:
         return
+    now = time.time()
     for name in names:
         path = os.path.join(directory, name)
+        try:
+            if now - os.stat(path).st_mtime < PRUNE_AFTER:
+                continue
+        except OSError:
+            continue
         claim = _read(path) or {}
         record = read_record(str(claim.get("state_dir", "")), str(claim.get("namespace", "")))
         if record is None or not live_holders(record):

@@ -14,7 +14,8 @@ import pytest
 from coord_workers import hold_namespace
 
 from streaming.coord import open_namespace
-from streaming.coord.cache_claims import PRUNE_ABOVE, claim_caches, claims_dir
+from streaming.coord.cache_claims import PRUNE_ABOVE, PRUNE_AFTER, claim_caches, claims_dir
+from streaming.coord.names import local_index_path
 from streaming.coord.records import ensure_state_dir
 from streaming.errors import ReusedLocalError
 
@@ -72,18 +73,54 @@ def test_datasets_under_one_tmpdir_are_judged_by_its_registry(coord_tmp: str, tm
         _kill(holder)
 
 
+def _age_claims(directory: str, seconds: float) -> None:
+    for name in os.listdir(directory):
+        if name.endswith(".json"):
+            path = os.path.join(directory, name)
+            then = os.stat(path).st_mtime - seconds
+            os.utime(path, (then, then))
+
+
 def test_claims_of_dead_datasets_are_pruned(tmp_path) -> None:
     shm = tmp_path / "shm"
     shm.mkdir()
     state_dir = ensure_state_dir(str(tmp_path))
-    for i in range(PRUNE_ABOVE + 6):  # datasets whose namespaces are gone
-        claim_caches(state_dir, f"ss_0_dead{i}", [f"/caches/{i}"], shm_dir=str(shm))
     directory = claims_dir(str(shm))
     assert directory is not None
+    for i in range(PRUNE_ABOVE + 6):  # datasets whose namespaces are gone
+        claim_caches(state_dir, f"ss_0_dead{i}", [f"/caches/{i}"], shm_dir=str(shm))
+    _age_claims(directory, PRUNE_AFTER + 1)
+    claim_caches(state_dir, "ss_0_late", ["/caches/late"], shm_dir=str(shm))
     left = [n for n in os.listdir(directory) if n.endswith(".json")]
-    assert len(left) <= PRUNE_ABOVE
-    with open(os.path.join(directory, sorted(left)[0])) as f:
-        assert json.load(f)["state_dir"] == state_dir
+    assert len(left) == 1  # only the claim just written (its dataset has no record yet)
+    with open(os.path.join(directory, left[0])) as f:
+        assert json.load(f) == {"state_dir": state_dir, "namespace": "ss_0_late"}
+
+
+def test_a_fresh_claim_survives_the_prune_it_triggers(tmp_path) -> None:
+    """A dataset writes its claim before its record: pruning must not take the claim it has
+    just written (the suite's /dev/shm held more than PRUNE_ABOVE claims, and a live dataset
+    under another TMPDIR was let in), nor one another TMPDIR's dataset is still opening."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    state_dir = ensure_state_dir(str(tmp_path))
+    directory = claims_dir(str(shm))
+    assert directory is not None
+    claim_caches(state_dir, "ss_0_opening", ["/caches/opening"], shm_dir=str(shm))
+    for i in range(PRUNE_ABOVE + 1):
+        claim_caches(state_dir, f"ss_0_dead{i}", [f"/caches/{i}"], shm_dir=str(shm))
+    _age_claims(directory, PRUNE_AFTER + 1)
+    claim_caches(state_dir, "ss_0_new", ["/caches/new"], shm_dir=str(shm))
+    claims = set()
+    for name in os.listdir(directory):
+        if name.endswith(".json"):
+            with open(os.path.join(directory, name)) as f:
+                claims.add(json.load(f)["namespace"])
+    assert claims == {"ss_0_new"}
+    os.utime(os.path.join(directory, local_index_path(directory, "/caches/new")))
+    for i in range(PRUNE_ABOVE + 1):  # young claims of datasets still opening: all kept
+        claim_caches(state_dir, f"ss_0_young{i}", [f"/caches/y{i}"], shm_dir=str(shm))
+    assert len([n for n in os.listdir(directory) if n.endswith(".json")]) == PRUNE_ABOVE + 2
 
 
 def test_two_streaming_datasets_with_different_tmpdirs(tmp_path) -> None:
