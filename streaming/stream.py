@@ -24,7 +24,7 @@ from streaming.format.index import check_basename, get_index_basename, naming_in
 from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import list_files
 from streaming.format.shard_readers import ShardReaders, build_readers
-from streaming.format.shard_table import TABLE_MIN_SHARDS
+from streaming.format.shard_table import TABLE_MIN_SHARDS, ShardTable, table_file_size
 from streaming.order.weighting import (
     StreamWeights,
     apply_weights,
@@ -109,6 +109,7 @@ class Stream:
         self._store: Any | None = None
         self._index_size: int | None = None  # bytes of the index loaded by `get_shards`
         self._pending_index: LoadedIndex | None = None  # read from the remote, not cached yet
+        self._pending_table: ShardTable | None = None  # its binary table, cached along with it
         if remote is not None:
             self._open_store()  # an unsupported scheme fails here, at construction
 
@@ -292,20 +293,32 @@ class Stream:
         """
         cache = self.index_cache()
         loaded = cache.load()
+        table_size = 0
         if loaded.table is not None:
             shards = ShardReaders.from_table(loaded.table, self.local, self.split)
+            if loaded.table_on_disk:
+                table_size = _file_size(cache.table_path)
+            else:  # the remote's: cached with the index, by the node's set-up
+                self._pending_table = loaded.table
+                table_size = table_file_size(loaded.table)
         else:
             try:
                 shards = build_readers(loaded.key, loaded.entries, self.local, self.split)
             except IndexFormatError as err:
                 raise naming_index(err, loaded.where) from None
             if len(loaded.entries) >= TABLE_MIN_SHARDS:
-                cache.save_table(shards.table)
+                if loaded.from_remote:  # cached with the index, by the node's set-up
+                    self._pending_table = shards.table
+                    table_size = table_file_size(shards.table)
+                else:
+                    cache.save_table(shards.table)
+                    table_size = _file_size(cache.table_path)
         shards.set_read_options(ReadOptions(self.columns, in_place=not self.has_remote_copy))
         unsafe = shards.table.unsafe
         if not allow_unsafe_types and unsafe.any():  # the first unsafe shard raises its error
             shards[int(np.argmax(unsafe))].validate(allow_unsafe_types)
-        self._index_size = len(loaded.text)
+        # The table beside the index counts as index bytes: a cache limit holds both.
+        self._index_size = len(loaded.text) + table_size
         self._pending_index = loaded if loaded.from_remote else None
         # The cache directory exists once the index is loaded, as in the reference (whose
         # callers clean it up after a construction error such as a too-small cache limit).
@@ -316,8 +329,12 @@ class Stream:
 
     def _commit_index(self) -> None:
         loaded, self._pending_index = self._pending_index, None
+        table, self._pending_table = self._pending_table, None
         if loaded is not None:
-            self.index_cache().commit(loaded)
+            cache = self.index_cache()
+            cache.commit(loaded)
+            if table is not None:
+                cache.save_table(table)
 
     def prepare_shard(self, shard: Reader) -> int:
         """Ensure `shard`'s raw files are in the cache; returns the change in cache bytes."""
@@ -377,20 +394,29 @@ class Stream:
             drop_other_projections(shards, listing)  # (only Parquet streams import it)
 
     def get_index_size(self) -> int:
-        """Bytes of this stream's index.json (as loaded: the cached copy may not be written yet)."""
+        """Bytes of this stream's index.json, and of its binary table when the cache keeps one
+        (as loaded: the cached copies may not be written yet)."""
         if self._index_size is not None:
             return self._index_size
         return os.stat(os.path.join(self.local_dir, get_index_basename())).st_size
 
     def release_index(self) -> None:
         """Forget the index text kept for the node's set-up (another process of the node did it)."""
-        self._pending_index = None
+        self._pending_index = self._pending_table = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_store"] = None  # stores rebuild their clients in the new process
         state["_pending_index"] = None  # the node's set-up is done before workers exist
+        state["_pending_table"] = None
         return state
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:  # not written (a read-only directory): nothing on disk
+        return 0
 
 
 streams_registry: TypedRegistry[type[Stream]] = create_registry(

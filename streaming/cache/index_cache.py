@@ -14,7 +14,6 @@ cache keeps no file on its size alone.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -48,6 +47,7 @@ from streaming.format.shard_table import (
     ShardTable,
     index_key,
     load_table,
+    parse_table,
     save_table,
 )
 from streaming.storage.transfer import read
@@ -71,7 +71,8 @@ class LoadedIndex:
     text: bytes
     where: str  # the URL or path it was read from (errors name it)
     from_remote: bool  # read from the remote (and so to be cached), not the cached copy
-    table: ShardTable | None = None  # the cached `ShardTable` of exactly this text, if any
+    table: ShardTable | None = None  # the `ShardTable` of exactly this text, if any
+    table_on_disk: bool = False  # the table is the cache's file (else the remote's, in memory)
 
     @cached_property
     def key(self) -> str:
@@ -142,7 +143,7 @@ class IndexCache:
         loaded = LoadedIndex(text, self.store.url_for(get_index_basename()), True)
         table = load_table(self.table_path, loaded.key)
         if table is None and len(text) >= _TABLE_MIN_TEXT:
-            table = self._fetch_table(loaded.key)
+            return self._with_table(loaded, self._fetch_table(loaded.key), on_disk=False)
         return self._with_table(loaded, table)
 
     def _cached_in_place(self) -> bool:
@@ -156,9 +157,11 @@ class IndexCache:
         return isinstance(obj, dict) and obj.get("version") == IN_PLACE_VERSION
 
     def _fetch_table(self, key: str) -> ShardTable | None:
-        """Copy the remote's binary table (written by our writers beside a big index) into the
-        cache if it is the table of exactly this index; anything else is ignored (the index is
-        parsed as usual). `load_table` checks it like a table of our own."""
+        """The remote's binary table (written by our writers beside a big index) if it is the
+        table of exactly this index; anything else is ignored (the index is parsed as usual).
+        `parse_table` checks it like a table of our own. It is cached with the index, by the
+        node's set-up: a construction that fails before (a cache limit too small) leaves no
+        table behind."""
         name = get_index_basename() + TABLE_SUFFIX
         assert self.store is not None
         try:
@@ -166,17 +169,7 @@ class IndexCache:
         except Exception as err:  # absent (an index the reference wrote) or unreadable
             log.debug("No usable shard table at the remote (%s: %s)", type(err).__name__, err)
             return None
-        try:
-            os.makedirs(self.local_dir, exist_ok=True)
-            write_atomic(self.table_path, [data])
-        except OSError as err:
-            log.debug("Could not cache the shard table %s: %s", self.table_path, err)
-            return None
-        table = load_table(self.table_path, key)
-        if table is None:  # another index's, or damaged: drop it
-            with contextlib.suppress(OSError):
-                os.remove(self.table_path)
-        return table
+        return parse_table(data, key, self.store.url_for(name))
 
     def _cached(self) -> LoadedIndex:
         with open(self.path, "rb") as f:
@@ -184,7 +177,8 @@ class IndexCache:
         loaded = LoadedIndex(text, self.path, False)
         return self._with_table(loaded, load_table(self.table_path, loaded.key))
 
-    def _with_table(self, loaded: LoadedIndex, table: ShardTable | None) -> LoadedIndex:
+    def _with_table(self, loaded: LoadedIndex, table: ShardTable | None,
+                    on_disk: bool = True) -> LoadedIndex:
         """The index with its binary `table`, or parsed when there is none (so a malformed
         index fails here, before anything is cached).
 
@@ -194,7 +188,7 @@ class IndexCache:
         if table is None:
             _ = loaded.entries
             return loaded
-        return LoadedIndex(loaded.text, loaded.where, loaded.from_remote, table)
+        return LoadedIndex(loaded.text, loaded.where, loaded.from_remote, table, on_disk)
 
     def save_table(self, table: ShardTable) -> None:
         """Cache the binary table of an index (best effort: a read-only dataset directory just

@@ -41,7 +41,7 @@ from streaming.format.index import ShardEntry, check_basename
 from streaming.format.shard_files import RAW, ShardFiles
 
 __all__ = ["TABLE_MIN_SHARDS", "TABLE_SUFFIX", "ShardTable", "check_table", "index_key",
-           "load_table", "save_table", "table_bytes"]
+           "load_table", "parse_table", "save_table", "table_bytes", "table_file_size"]
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,19 @@ def table_bytes(table: ShardTable) -> list[bytes]:
     return [_HEAD.pack(_MAGIC, len(head), digest.intdigest()), head, *chunks]
 
 
+def table_file_size(table: ShardTable) -> int:
+    """The bytes `save_table` would write for `table`, without building them (a cache limit
+    counts the table before the node's set-up writes it)."""
+    header: dict[str, object] = {"key": table.key, "formats": list(table.formats), "arrays": {}}
+    offset = 0
+    for name in _ARRAYS:
+        array = getattr(table, name)
+        header["arrays"][name] = [np.dtype(array.dtype).str, len(array), offset]  # type: ignore[index]
+        offset += array.nbytes + (-array.nbytes % _ALIGN)
+    head = len(json.dumps(header).encode())
+    return _HEAD.size + head + (-(head + _HEAD.size) % _ALIGN) + offset
+
+
 def save_table(path: str, table: ShardTable) -> None:
     """Write the table atomically (a reader sees the old file, the new one or none)."""
     write_atomic(path, table_bytes(table))
@@ -259,31 +272,42 @@ def load_table(path: str, key: str) -> ShardTable | None:
     """
     try:
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < _HEAD.size:
+            if os.fstat(f.fileno()).st_size < _HEAD.size:
                 return None
             view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, head_len, digest = _HEAD.unpack_from(view, 0)
+    except (OSError, ValueError):
+        return None
+    return parse_table(view, key, path)
+
+
+def parse_table(data: bytes | mmap.mmap, key: str, where: str) -> ShardTable | None:
+    """The table in `data` (a file's bytes or mapping) if it is whole and was built from the
+    index with `key`; else None (see `load_table`). The arrays are views of `data`."""
+    try:
+        size = len(data)
+        if size < _HEAD.size:
+            return None
+        magic, head_len, digest = _HEAD.unpack_from(data, 0)
         if magic != _MAGIC or _HEAD.size + head_len > size:
             return None
-        with memoryview(view) as whole, whole[_HEAD.size:] as body:
+        with memoryview(data) as whole, whole[_HEAD.size:] as body:
             if xxhash.xxh3_64_intdigest(body) != digest:
                 log.warning("Ignoring the shard table %s: its bytes do not match its digest "
-                            "(damaged); reading index.json instead.", path)
+                            "(damaged); reading index.json instead.", where)
                 return None
-        header = json.loads(bytes(view[_HEAD.size:_HEAD.size + head_len]))
+            header = json.loads(bytes(whole[_HEAD.size:_HEAD.size + head_len]))
         if header.get("key") != key:
             return None
         base = _HEAD.size + head_len
         arrays = {}
         for name in _ARRAYS:
             dtype, count, offset = header["arrays"][name]
-            arrays[name] = np.frombuffer(view, np.dtype(dtype), count, base + offset)
+            arrays[name] = np.frombuffer(data, np.dtype(dtype), count, base + offset)
         table = ShardTable(key=key, formats=tuple(header["formats"]), **arrays)
         check_table(table)
         return table
     except UnsafePathError as err:
-        log.warning("Ignoring the shard table %s: %s", path, err)
+        log.warning("Ignoring the shard table %s: %s", where, err)
         return None
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None

@@ -165,3 +165,49 @@ def test_merge_index_publishes_the_table_of_the_merged_index(tmp_path):
     assert table is not None and len(table) == 2 * half
     with StreamingDataset(local=root, batch_size=4) as ds:
         assert _values(ds) == list(range(2 * half * PER_SHARD))
+
+
+def _on_disk(folder: str) -> int:
+    total = 0
+    for entry in os.scandir(folder):
+        try:
+            total += entry.stat().st_size
+        except FileNotFoundError:  # evicted while we looked (downloads run in threads)
+            pass
+    return total
+
+
+@pytest.mark.parametrize("published", [True, False], ids=["remote table", "built here"])
+def test_a_cache_limit_counts_the_table_beside_the_index(big, tmp_path, published):
+    """The cache keeps a table of a big index: it is bytes on disk, so the limit holds it and
+    `cache_usage` counts it (it did not: 1.57 MB on disk under a 900 KB limit)."""
+    remote = _copy(big, str(tmp_path / "remote"))
+    table_estimate = os.path.getsize(_table_path(remote))
+    if not published:  # as the reference writes it: the cache builds its own
+        os.remove(_table_path(remote))
+    cache = str(tmp_path / "cache")
+    index_bytes = os.path.getsize(os.path.join(remote, "index.json"))
+    shard_bytes = os.path.getsize(os.path.join(remote, "shard.00000.mds"))
+    limit = index_bytes + table_estimate + 40 * shard_bytes + 4096
+    with StreamingDataset(remote=remote, local=cache, batch_size=4, cache_limit=limit) as ds:
+        table_bytes = os.path.getsize(_table_path(cache))
+        assert ds.streams[0].get_index_size() == index_bytes + table_bytes
+        assert ds.cache_usage == index_bytes + table_bytes  # nothing fetched yet
+        seen = 0
+        for _sample in ds:
+            seen += 1
+            if seen % 97 == 0:
+                assert _on_disk(cache) <= limit
+        assert seen == SHARDS * PER_SHARD
+        assert ds.cache_usage == _on_disk(cache) <= limit
+
+
+@pytest.mark.parametrize("published", [True, False], ids=["remote table", "built here"])
+def test_a_limit_below_the_index_leaves_no_table_behind(big, tmp_path, published):
+    remote = _copy(big, str(tmp_path / "remote"))
+    if not published:
+        os.remove(_table_path(remote))
+    cache = str(tmp_path / "cache")
+    with pytest.raises(ValueError, match="Minimum cache usage"):
+        StreamingDataset(remote=remote, local=cache, batch_size=4, cache_limit=1000)
+    assert not os.path.exists(_table_path(cache))
