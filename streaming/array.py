@@ -54,10 +54,11 @@ def own_item_read(array: Array, base: type[Array]) -> Callable[[int], Any] | Non
     """A subclass's own read of one item, which iteration must go through so that transforms
     put there apply (the reference iterates `self[i]`): its `__getitem__` if it overrides
     `base`'s, else its `get_item` if it does; None when it overrides neither, and `base` may
-    read in bulk instead."""
+    read in bulk instead. A `get_item` assigned to the instance counts too (`ds[i]` calls it,
+    as in the reference); a `__getitem__` assigned to it does not (`ds[i]` never sees it)."""
     kind = type(array)
     if kind.__getitem__ is not base.__getitem__:
         return array.__getitem__
-    if kind.get_item is not base.get_item:
+    if kind.get_item is not base.get_item or "get_item" in getattr(array, "__dict__", ()):
         return array.get_item
     return None

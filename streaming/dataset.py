@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import logging
 import math
+import operator
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -31,7 +32,14 @@ from streaming.checkpoint import (
 from streaming.dataset_cache import CacheControls
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_doc import ARGUMENTS
-from streaming.dataset_fields import CatalogField, ConfigField, OrderField, ResolvedField
+from streaming.dataset_fields import (
+    CatalogField,
+    ConfigField,
+    OrderField,
+    ResolvedField,
+    before_init,
+    early_value,
+)
 from streaming.dataset_lifecycle import Lifecycle, as_loader_worker
 from streaming.dataset_setup import (
     build_streams,
@@ -79,8 +87,11 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     fetches) only those columns of Parquet files indexed in place (`docs/parquet.md`; the
     dataset's one stream; with `streams`, `Stream(columns=...)`). The reference's attributes
     (`shuffle`, `batch_size`, `num_canonical_nodes`, `samples_per_shard`...) are typed views of
-    `config`, the lazily resolved order values and the shard catalog
-    (`streaming.dataset_fields`). `batches()` yields the epoch as batches of numpy columns.
+    `_ss_config`, the lazily resolved order values and the shard catalog
+    (`streaming.dataset_fields`); a subclass may assign them before calling `__init__`, as with
+    the reference. The dataset's own state is in attributes named `_ss_*`, so a subclass's
+    `self.config`, `self._cache` or `self._table` never collides with it. `batches()` yields
+    the epoch as batches of numpy columns.
     """
 
     __doc__ = (__doc__ or "") + ARGUMENTS  # every argument (`streaming.dataset_doc`)
@@ -153,26 +164,27 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         arguments = {name: value for name, value in locals().items()
                      if name not in ("self", "streams")}
         self._set_worlds(replication)
-        self.config = DatasetConfig.from_arguments(arguments, has_streams=bool(streams))
-        self._resolution: Resolution = self.config.order.start()
-        self.streams = build_streams(streams, self.config)
+        self._ss_config = DatasetConfig.from_arguments(arguments, has_streams=bool(streams))
+        self._ss_resolution: Resolution = self._ss_config.order.start()
+        self.streams = build_streams(streams, self._ss_config)
         Stream.validate_weights(self.streams)
         loading = time.perf_counter()
-        self._catalog = load_catalog(self.streams, self._unique_world, self.allow_unsafe_types)
+        self._ss_catalog = load_catalog(self.streams, self._unique_world, self.allow_unsafe_types)
         loading = time.perf_counter() - loading
-        if self.config.bytes_as_views:
-            self._catalog.shards.set_bytes_as_views(True)
-        check_limit(self.config.cache_limit, self.streams, self._catalog)
-        self._table = derive_table(self._catalog, self.streams, self.config)
-        node = open_node_state(self.streams, self._catalog, self.cache_limit, self.config)
-        self._namespace, self._cache, self._plan_board = node.namespace, node.cache, node.plan_board
+        if self._ss_config.bytes_as_views:
+            self._ss_catalog.shards.set_bytes_as_views(True)
+        check_limit(self._ss_config.cache_limit, self.streams, self._ss_catalog)
+        self._ss_table = derive_table(self._ss_catalog, self.streams, self._ss_config)
+        node = open_node_state(self.streams, self._ss_catalog, self.cache_limit, self._ss_config)
+        self._ss_namespace, self._ss_cache = node.namespace, node.cache
+        self._plan_board = node.plan_board
         self._next_epoch, self._resume_page = node.next_epoch, node.resume_page
         self._epoch_barrier = node.epoch_barrier
         self._prefetchers = Prefetchers()  # of this process's live iterations, for `close()`
-        self._latest = LatestIteration()  # a new iteration ends the one before
+        self._ss_latest = LatestIteration()  # a new iteration ends the one before
         self._register_own()
-        self._cache.count_as_main(self._unique_world.rank_of_node)
-        self._cache.counters.add_many({"index_load_seconds": loading,
+        self._ss_cache.count_as_main(self._unique_world.rank_of_node)
+        self._ss_cache.counters.add_many({"index_load_seconds": loading,
                                        "index_loads": len(self.streams)})
         # This process will receive batches (any loader's, `batches()`) and drop each at once:
         # glibc must keep that memory for the next one, not fault it in again (`allocator`).
@@ -204,12 +216,25 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     @property
     def epoch_size(self) -> int:
         """Samples per epoch over all streams and devices (after stream weighting)."""
-        return self._table.epoch_size
+        return self._ss_table.epoch_size
 
     @property
     def length(self) -> int:
-        """Samples this device sees per epoch."""
+        """Samples this device sees per epoch (what `len()` says; settable, as in the
+        reference, where it was a plain attribute: the epoch itself does not change)."""
+        if before_init(self):
+            return early_value(self, "length")
+        given = self.__dict__.get("_ss_length")
+        if given is not None:
+            return given
         return math.ceil(self.epoch_size / self._parallel_world.num_ranks)
+
+    @length.setter
+    def length(self, value: int) -> None:
+        if before_init(self):  # a plain attribute until `__init__` decides it
+            self.__dict__["length"] = value
+            return
+        self._ss_length = operator.index(value)
 
     def __len__(self) -> int:
         """Samples this device sees per epoch."""
@@ -222,16 +247,21 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     @property
     def predownload(self) -> int:
         """Samples a worker may prepare ahead (default: 8 batches, 64 without a batch size)."""
-        return self.config.resolved_predownload
+        if before_init(self):
+            return early_value(self, "predownload")
+        return self._ss_config.resolved_predownload
 
     @predownload.setter
     def predownload(self, value: int | None) -> None:
-        self.config = dataclasses.replace(self.config, predownload=value)
+        if before_init(self):  # a plain attribute until `__init__` decides it
+            self.__dict__["predownload"] = value
+            return
+        self._ss_config = dataclasses.replace(self._ss_config, predownload=value)
 
     @property
     def epoch_seed_change(self) -> bool:
         """Whether the sample choice changes every epoch (balanced sampling with shuffle)."""
-        return self.config.order.epoch_seed_change
+        return self._ss_config.order.epoch_seed_change
 
     @property
     def next_epoch(self) -> int:
@@ -243,11 +273,11 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
 
     @property
     def cache_usage(self) -> int:
-        return int(self._cache.usage.get())
+        return int(self._ss_cache.usage.get())
 
     @cache_usage.setter
     def cache_usage(self, value: int) -> None:
-        self._cache.usage.set(value)
+        self._ss_cache.usage.set(value)
 
     # ------------------------------------------------------------------------- random access
 
@@ -264,8 +294,8 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     def _resume(self, world: World, epoch: int) -> tuple[int, int]:
         """(epoch, samples to skip) for an epoch presumed to be `epoch`; decides the lazy values
         (kept, as the reference keeps its attributes) from the stored checkpoint if it applies."""
-        self._resolution, epoch, offset = resolve_epoch(
-            self._resolution, self._stored_checkpoint(), epoch, world.num_nodes,
+        self._ss_resolution, epoch, offset = resolve_epoch(
+            self._ss_resolution, self._stored_checkpoint(), epoch, world.num_nodes,
             self.shuffle_algo)
         return epoch, offset
 
@@ -296,9 +326,9 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     def resample_streams(self, epoch: int, stream_id: int | None = None
                          ) -> tuple[np.ndarray, np.ndarray]:
         """(shuffle units, sample ids) of an epoch after per-stream resampling."""
-        resolution, _, _ = resolve_epoch(self._resolution, None, epoch,
+        resolution, _, _ = resolve_epoch(self._ss_resolution, None, epoch,
                                          self._parallel_world.num_nodes, self.shuffle_algo)
-        resampled = plan_config(self.config.order, self._table, resolution).resample(
+        resampled = plan_config(self._ss_config.order, self._ss_table, resolution).resample(
             epoch, stream_id)
         return resampled.units, resampled.materialize()
 
@@ -308,7 +338,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         if self.replication is not None and self.replication > 1:  # 1 replicates nothing
             log.warning("With replication, count samples in state_dict as the loader does "
                         "(divided by the replication factor).")
-        return plan(self.config.order, self._table, self._resolution, world, epoch,
+        return plan(self._ss_config.order, self._ss_table, self._ss_resolution, world, epoch,
                     sample_in_epoch)
 
     def _begin_epoch(self, unique: World, parallel: World) -> np.ndarray:
@@ -323,7 +353,8 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
                 plan = self._plan_epoch(parallel, epoch, offset)
             except Exception as err:  # a bad setting: every worker of the node must hear it
                 failed = err
-            self._cache.counters.add_many({"plans": 1, "plan_seconds": time.perf_counter() - start})
+            self._ss_cache.counters.add_many({"plans": 1,
+                                              "plan_seconds": time.perf_counter() - start})
         generation = self._epoch_barrier.wait(unique.workers_per_node)
         if failed is not None:  # the others would wait for a plan until their deadline
             self._plan_board.publish_failure(f"{type(failed).__name__}: {failed}")
@@ -336,9 +367,9 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         if self.cache_limit is not None:  # eviction then knows which shard is needed when
             # The next epoch's order for the same world, worked out only if the cache needs it
             # near this epoch's end; a partial over plain data (no cycle back to the dataset).
-            following = functools.partial(epoch_node_rows, self.config.order, self._table,
-                                          self._resolution, parallel, epoch + 1)
-            self._cache.set_epoch_order(node_rows(node_plan), self.spanner.locate_many,
+            following = functools.partial(epoch_node_rows, self._ss_config.order, self._ss_table,
+                                          self._ss_resolution, parallel, epoch + 1)
+            self._ss_cache.set_epoch_order(node_rows(node_plan), self.spanner.locate_many,
                                         following)
         ids = node_plan[parallel.rank_of_node, parallel.worker_of_rank].reshape(-1)
         return drop_padding(ids)  # a view of the shared plan unless padding sits mid-list
@@ -348,11 +379,11 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         self._ensure_open()
         unique = self._unique_world.detect_workers()
         if get_worker_info() is not None:  # a DataLoader worker
-            as_loader_worker(self.config.bytes_as_views)
-        self._cache.count_as_worker(unique.worker_of_node)
+            as_loader_worker(self._ss_config.bytes_as_views)
+        self._ss_cache.count_as_worker(unique.worker_of_node)
         parallel = unique.replicate(self.replication) if self.replication else unique.copy()
         sample_ids = self._begin_epoch(unique, parallel)
-        reads = EpochReads(self.shards, self._cache, self.spanner.locate_many,
+        reads = EpochReads(self.shards, self._ss_cache, self.spanner.locate_many,
                            unique.worker_of_node, self._read, own_sample_read(self),
                            early_limit=(self.batch_size or 1) if early_reads_enabled() else 0,
                            background=self._prefetchers)
@@ -365,7 +396,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         if batching is not None:
             return self.batches(*batching)
         # Begins at the first `next`, ending the iteration before (`LatestIteration`).
-        return self._latest.track(self._epoch_reads,
+        return self._ss_latest.track(self._epoch_reads,
                                   lambda begin: epoch_samples(begin, self.predownload))
 
     def batches(self, batch_size: int | None = None, drop_last: bool = False
@@ -384,7 +415,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         size = self.batch_size if batch_size is None else batch_size
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {size!r}.")
-        return self._latest.track(self._epoch_reads, lambda begin: _epoch_batches(
+        return self._ss_latest.track(self._epoch_reads, lambda begin: _epoch_batches(
             begin, self.predownload, size, drop_last))
 
 

@@ -26,9 +26,9 @@ __all__ = ["CacheControls"]
 
 
 class CacheControls:
-    """Mixed into `StreamingDataset`, which sets `_cache` and `streams`."""
+    """Mixed into `StreamingDataset`, which sets `_ss_cache` and `streams`."""
 
-    _cache: NodeCache
+    _ss_cache: NodeCache
     streams: list[Stream]
     shards: ShardReaders
 
@@ -43,9 +43,9 @@ class CacheControls:
         except FileNotFoundError as err:
             cause = str(err)  # the message only: a kept exception would tie this frame into a cycle
         else:
-            self._cache.touch(shard_id)
+            self._ss_cache.touch(shard_id)
             return sample
-        with holding(self._cache, shard_id):  # not evicted between its fetch and its read
+        with holding(self._ss_cache, shard_id):  # not evicted between its fetch and its read
             return self._fetch_and_read(shard_id, index, retry, cause, mismatched)
 
     def _fetch_and_read(self, shard_id: int, index: int, retry: int, cause: str,
@@ -54,7 +54,7 @@ class CacheControls:
         for attempt in range(1 + retry):
             self.shards[shard_id].close()
             start = time.perf_counter()
-            self._cache.prepare(shard_id, blocking=True, force=attempt > 0 or mismatched)
+            self._ss_cache.prepare(shard_id, blocking=True, force=attempt > 0 or mismatched)
             waited += time.perf_counter() - start
             try:
                 sample = self.shards[shard_id].get_item(index)
@@ -66,11 +66,11 @@ class CacheControls:
             except FileNotFoundError as err:
                 cause = str(err)
                 continue
-            self._cache.touch(shard_id)
-            self._cache.counters.add_many({"shard_waits": 1, "shard_wait_seconds": waited})
+            self._ss_cache.touch(shard_id)
+            self._ss_cache.counters.add_many({"shard_waits": 1, "shard_wait_seconds": waited})
             return sample
         hint = ("This may be due to thrashing caused by `cache_limit` being set too low."
-                if self._cache.cache_limit else "Check if the shard file exists in your remote "
+                if self._ss_cache.cache_limit else "Check if the shard file exists in your remote "
                 "location or have you deleted the shard file from the local directory?")
         raise RuntimeError(f"{cause}. StreamingDataset repeatedly failed to download a shard. "
                            f"{hint}")
@@ -79,16 +79,16 @@ class CacheControls:
         """Where the time goes, summed over every process of this node that reads this
         dataset (its DataLoader workers and the other ranks): a plain dict of counters, seconds
         and bytes with a few rates; keys and units in `docs/metrics.md`."""
-        return self._cache.metrics_snapshot()
+        return self._ss_cache.metrics_snapshot()
 
     @property
     def egress(self) -> dict[str, Any]:
         """Bytes and seconds this node spent downloading shards (network egress)."""
-        return self._cache.egress()
+        return self._ss_cache.egress()
 
     def prepare_shard(self, shard_id: int, blocking: bool = True) -> None:
         """Make a shard local (fetching it once per node); see `NodeCache.prepare`."""
-        self._cache.prepare(shard_id, blocking=blocking)
+        self._ss_cache.prepare(shard_id, blocking=blocking)
 
     def pin_shards(self, shard_ids: Sequence[int] | np.ndarray, fetch: bool = True) -> None:
         """Keep these shards resident under `cache_limit` (for every process of the node).
@@ -99,16 +99,16 @@ class CacheControls:
         Raises:
             ValueError: an id is out of range, or the pinned shards would not fit the limit.
         """
-        self._cache.pin(shard_ids, sum(s.get_index_size() for s in self.streams), fetch=fetch)
+        self._ss_cache.pin(shard_ids, sum(s.get_index_size() for s in self.streams), fetch=fetch)
 
     def unpin_shards(self, shard_ids: Sequence[int] | np.ndarray) -> None:
         """Let pinned shards be evicted again."""
-        self._cache.unpin(np.asarray(shard_ids, np.int64))
+        self._ss_cache.unpin(np.asarray(shard_ids, np.int64))
 
     def evict_shard(self, shard_id: int) -> None:
         """Delete a shard's files from the cache now (fetched again when next needed)."""
-        self._cache.evict(shard_id)
+        self._ss_cache.evict(shard_id)
 
     def evict_coldest_shard(self) -> None:
         """Evict the shard the cache would evict next."""
-        self._cache.evict_coldest()
+        self._ss_cache.evict_coldest()

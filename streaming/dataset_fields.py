@@ -18,21 +18,29 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["CatalogField", "ConfigField", "OrderField", "ResolvedField"]
+__all__ = ["CatalogField", "ConfigField", "OrderField", "ResolvedField", "before_init",
+           "early_value"]
 
 T = TypeVar("T")
 
 
 class _Field(Generic[T]):
-    """A named attribute of one record held by the dataset."""
+    """A named attribute of one record held by the dataset (in its instance attribute `home`).
+
+    Before `StreamingDataset.__init__` has built that record, the attribute acts as a plain
+    one, as in the reference: a subclass may assign it before calling `super().__init__()`,
+    whose arguments then decide the value (the reference's `__init__` overwrote it too).
+    """
 
     name = ""
+    home = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
     def _record(self, obj: Any) -> Any:
-        raise NotImplementedError
+        """The record; KeyError before `__init__` built it."""
+        return obj.__dict__[self.home]
 
     @overload
     def __get__(self, obj: None, owner: type) -> _Field[T]: ...
@@ -43,7 +51,38 @@ class _Field(Generic[T]):
     def __get__(self, obj: object | None, owner: type) -> Any:
         if obj is None:
             return self
-        return getattr(self._record(obj), self.name)
+        try:
+            record = self._record(obj)
+        except KeyError:
+            return early_value(obj, self.name)
+        return getattr(record, self.name)
+
+    def __set__(self, obj: Any, value: T) -> None:
+        if self.home not in obj.__dict__:
+            obj.__dict__[self.name] = value  # before `__init__`: a plain attribute
+            return
+        self._set(obj, value)
+
+    def _set(self, obj: Any, value: T) -> None:
+        raise AttributeError(
+            f"{self.name!r} of {type(obj).__name__} is derived from its shard catalog and "
+            f"cannot be set.")
+
+
+def before_init(obj: Any) -> bool:
+    """Whether `StreamingDataset.__init__` has not built the dataset's config yet (a subclass
+    assigning the reference's attributes before calling it)."""
+    return "_ss_config" not in obj.__dict__
+
+
+def early_value(obj: Any, name: str) -> Any:
+    """An attribute read before `StreamingDataset.__init__` ran: what was assigned, if any."""
+    try:
+        return obj.__dict__[name]
+    except KeyError:
+        raise AttributeError(
+            f"{type(obj).__name__!r} object has no attribute {name!r} yet: it is set by "
+            f"StreamingDataset.__init__, which has not run.") from None
 
 
 class _Settable(_Field[T]):
@@ -52,42 +91,41 @@ class _Settable(_Field[T]):
     def _replace(self, obj: Any, record: Any) -> None:
         raise NotImplementedError
 
-    def __set__(self, obj: Any, value: T) -> None:
+    def _set(self, obj: Any, value: T) -> None:
         self._replace(obj, dataclasses.replace(self._record(obj), **{self.name: value}))
 
 
 class OrderField(_Settable[T]):
-    """A knob of `dataset.config.order`."""
+    """A knob of `dataset._ss_config.order`."""
+
+    home = "_ss_config"
 
     def _record(self, obj: Any) -> Any:
-        return obj.config.order
+        return obj.__dict__[self.home].order
 
     def _replace(self, obj: Any, record: Any) -> None:
-        obj.config = dataclasses.replace(obj.config, order=record)
+        obj._ss_config = dataclasses.replace(obj._ss_config, order=record)
 
 
 class ConfigField(_Settable[T]):
-    """A runtime knob of `dataset.config`."""
+    """A runtime knob of `dataset._ss_config`."""
 
-    def _record(self, obj: Any) -> Any:
-        return obj.config
+    home = "_ss_config"
 
     def _replace(self, obj: Any, record: Any) -> None:
-        obj.config = record
+        obj._ss_config = record
 
 
 class ResolvedField(_Settable[T]):
-    """A lazily decided value of `dataset._resolution` (None until decided, when allowed)."""
+    """A lazily decided value of `dataset._ss_resolution` (None until decided, when allowed)."""
 
-    def _record(self, obj: Any) -> Any:
-        return obj._resolution
+    home = "_ss_resolution"
 
     def _replace(self, obj: Any, record: Any) -> None:
-        obj._resolution = record
+        obj._ss_resolution = record
 
 
 class CatalogField(_Field[T]):
-    """A read-only bookkeeping value of `dataset._catalog`."""
+    """A read-only bookkeeping value of `dataset._ss_catalog`."""
 
-    def _record(self, obj: Any) -> Any:
-        return obj._catalog
+    home = "_ss_catalog"

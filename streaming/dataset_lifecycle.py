@@ -42,7 +42,7 @@ _own: weakref.WeakValueDictionary[str, Lifecycle] = weakref.WeakValueDictionary(
 
 def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) -> bool:
     """Close this process's dataset of namespace `name` if it was built with the same
-    arguments (`config`, `streams`) and nothing uses it; True if it did.
+    arguments (`_ss_config`, `streams`) and nothing uses it; True if it did.
 
     A notebook cell run again builds the dataset it built last time, which is still bound to
     the cell's variable. Such a dataset that no iteration uses (of its own, or of a
@@ -52,19 +52,19 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     reference): two live datasets must not share a cache.
     """
     dataset = _own.get(name)
-    if dataset is None or dataset._namespace.closed or dataset._latest.running \
-            or dataset.config != config or _arguments(dataset.streams) != _arguments(streams):
+    if dataset is None or dataset._ss_namespace.closed or dataset._ss_latest.running \
+            or dataset._ss_config != config or _arguments(dataset.streams) != _arguments(streams):
         return False
     loaders = list(getattr(dataset, "_loaders", ()))
     if any(loader.iterating for loader in loaders):
         return False
     for loader in loaders:  # persistent workers between epochs: stopped
         loader._stop_workers()
-    if dataset._namespace.holders() != [os.getpid()]:
+    if dataset._ss_namespace.holders() != [os.getpid()]:
         return False
     log.warning("Closed this process's earlier StreamingDataset over %s (nothing was using it) "
                 "for the new one over the same directories; close datasets you are done with "
-                "(close(), or a with block).", dataset._namespace.locals)
+                "(close(), or a with block).", dataset._ss_namespace.locals)
     dataset.close()
     return True
 
@@ -94,15 +94,15 @@ class Lifecycle:
     """Mixed into `StreamingDataset`, which sets these six attributes."""
 
     _prefetchers: Prefetchers
-    _namespace: Namespace
-    _latest: LatestIteration
-    config: DatasetConfig
+    _ss_namespace: Namespace
+    _ss_latest: LatestIteration
+    _ss_config: DatasetConfig
     streams: list[Stream]
     shards: ShardReaders
 
     def _register_own(self) -> None:
         """Be found by `close_idle_own` (by a new dataset over the same directories)."""
-        _own[self._namespace.name] = self
+        _own[self._ss_namespace.name] = self
         self._loaders = _Loaders()
 
     def _track_loader(self, loader: Any) -> None:
@@ -125,7 +125,7 @@ class Lifecycle:
             for shard in self.shards.built():
                 shard.close()
         finally:  # even if a signal handler raises into us (torch's, on a killed worker)
-            self._namespace.close()
+            self._ss_namespace.close()
 
     def _ensure_open(self) -> None:
         """Refuse to start an epoch once this process closed the dataset.
@@ -133,7 +133,7 @@ class Lifecycle:
         Raises:
             DatasetClosedError: it did.
         """
-        if self._namespace.closed:
+        if self._ss_namespace.closed:
             raise DatasetClosedError(
                 "This StreamingDataset was closed (close(), or the end of its `with` block), so "
                 "it cannot start an epoch; build a new StreamingDataset over the same "

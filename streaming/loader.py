@@ -214,7 +214,7 @@ class StreamingDataLoader(DataLoader):
             with self._batched_settings():
                 batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
-        counters = dataset._cache.counters if dataset is not None else None
+        counters = dataset._ss_cache.counters if dataset is not None else None
         if self._reporter is not None:
             self._reporter.start()
         pending = _received(batches, self._ring)

@@ -94,8 +94,8 @@ class CacheMachine(RuleBasedStateMachine):
         self.position = 0
         if self.future:
             order = np.random.default_rng(seed).permutation(NUM_SAMPLES)
-            self.ds._cache.set_epoch_order(order[None, :], self.ds.spanner.locate_many)
-            self.ds._cache.progress.numpy()[0] = 0
+            self.ds._ss_cache.set_epoch_order(order[None, :], self.ds.spanner.locate_many)
+            self.ds._ss_cache.progress.numpy()[0] = 0
         assert self.num_shards <= MAX_SHARDS
         self.raw = [[os.path.join(self.local, raw.basename) for raw, _ in s.file_pairs]
                     for s in self.ds.shards]
@@ -112,7 +112,7 @@ class CacheMachine(RuleBasedStateMachine):
 
     def states(self) -> np.ndarray:
         assert self.ds is not None
-        return self.ds._cache.claims.states.numpy().copy()
+        return self.ds._ss_cache.claims.states.numpy().copy()
 
     def local_set(self) -> set[int]:
         return set(np.flatnonzero(self.states() == ShardState.LOCAL).tolist())
@@ -144,7 +144,7 @@ class CacheMachine(RuleBasedStateMachine):
         if not self.limited:
             assert not evicted, f"evicted {evicted} without a cache limit"
         survivors = (after & before) - {shard}
-        next_use = self.ds._cache.next_uses() if self.future else None
+        next_use = self.ds._ss_cache.next_uses() if self.future else None
         if evicted and survivors and next_use is not None:
             for victim in evicted:  # needed later, or as soon and colder, than every survivor
                 for kept in survivors:
@@ -191,7 +191,7 @@ class CacheMachine(RuleBasedStateMachine):
         """The reader moves on through the epoch order (what `ReadingSlot.enter` publishes)."""
         assert self.ds is not None
         self.position = min(self.position + steps, NUM_SAMPLES)
-        self.ds._cache.progress.numpy()[0] = self.position
+        self.ds._ss_cache.progress.numpy()[0] = self.position
 
     @rule()
     def evict_coldest(self) -> None:

@@ -160,7 +160,7 @@ def test_near_an_epochs_end_the_next_epochs_order_ranks_the_rest(padded, tmp_pat
         samples = iter(dataset)
         for _ in range(N - 10):
             next(samples)
-        uses = dataset._cache.next_uses()
+        uses = dataset._ss_cache.next_uses()
         assert uses is not None
         later = uses >= N  # past this epoch's end: ranked by the next epoch's first uses
         assert later.sum() >= dataset.num_shards - 11  # the last 10 samples use at most 10

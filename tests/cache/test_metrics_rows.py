@@ -27,7 +27,7 @@ def test_reads_of_the_table_survive_rows_taken_meanwhile(tmp_path: Path) -> None
         for i in range(10):
             writer.write({"x": i})
     dataset = StreamingDataset(local=str(tmp_path / "data"), batch_size=2)
-    cache = dataset._cache
+    cache = dataset._ss_cache
     cache.counters.add("samples", 5)  # this process's row
     ctx = mp.get_context("fork")
     stop, ready = ctx.Event(), ctx.Event()

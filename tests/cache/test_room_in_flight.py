@@ -58,7 +58,7 @@ def _hold_four_fetches(cache, monkeypatch):
 
 
 def test_a_read_waits_for_room_held_by_fetches_in_flight(tight, monkeypatch):
-    cache = tight._cache
+    cache = tight._ss_cache
     release, threads = _hold_four_fetches(cache, monkeypatch)
     real_sleep = node_cache.CHANGES.sleep
 
@@ -78,7 +78,7 @@ def test_a_read_waits_for_room_held_by_fetches_in_flight(tight, monkeypatch):
 
 
 def test_a_prefetch_without_room_is_put_off_quietly(tight, monkeypatch, caplog):
-    cache = tight._cache
+    cache = tight._ss_cache
     release, threads = _hold_four_fetches(cache, monkeypatch)
     try:
         assert cache.prepare(4, blocking=False) is False
@@ -91,7 +91,7 @@ def test_a_prefetch_without_room_is_put_off_quietly(tight, monkeypatch, caplog):
 
 
 def test_a_read_with_nothing_in_flight_still_fails_clearly(tight):
-    cache = tight._cache
+    cache = tight._ss_cache
     for shard in range(4):
         cache.prepare(shard)
         cache.pinned.numpy()[shard] = 1  # kept: nothing else can be evicted

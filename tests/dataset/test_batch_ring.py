@@ -292,7 +292,7 @@ from streaming import StreamingDataLoader, StreamingDataset
 ds = StreamingDataset(local=sys.argv[1], batch_size=2)
 loader = StreamingDataLoader(ds, batch_size=2, num_workers=2, prefetch_factor=4)
 batches = iter(loader)
-print(next(batches)["v"].tolist(), ds._namespace.name, loader.batch_sender.prefix, flush=True)
+print(next(batches)["v"].tolist(), ds._ss_namespace.name, loader.batch_sender.prefix, flush=True)
 if sys.argv[2] == "raise":
     raise RuntimeError("the training step failed")
 """

@@ -221,7 +221,7 @@ def test_many_datasets_do_not_leak(ints30, cache_dir) -> None:
     local = cache_dir()
     with StreamingDataset(remote=ints30, local=local, batch_size=4) as warm:
         list(warm)
-        name = warm._namespace.name
+        name = warm._ss_namespace.name
     fds = _fds()
     start = time.monotonic()
     for i in range(500):

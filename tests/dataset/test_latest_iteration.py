@@ -63,7 +63,7 @@ def test_a_pickled_dataset_starts_with_no_live_iteration(ints30: str,
     with StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4) as ds:
         live = iter(ds)
         next(live)
-        state = pickle.loads(pickle.dumps(ds._latest))
+        state = pickle.loads(pickle.dumps(ds._ss_latest))
         assert state._live is None
         assert int(next(live)["v"]) == 1
 

@@ -148,11 +148,11 @@ def test_an_idle_dataset_gives_way_to_a_new_one(ints30: str, cache_dir: Callable
     assert sum(len(b["v"]) for b in loader) == 30  # its workers stay, between epochs
     with pytest.raises(ReusedLocalError):  # other arguments: not a cell run again (reference)
         StreamingDataset(remote=ints30, local=local, batch_size=4)
-    assert not ds._namespace.closed
+    assert not ds._ss_namespace.closed
     with caplog.at_level("WARNING", logger="streaming.dataset_lifecycle"):
         again = StreamingDataset(remote=ints30, local=local, batch_size=2)
     assert "earlier StreamingDataset" in caplog.text
-    assert ds._namespace.closed and sorted(s["v"] for s in again) == list(range(30))
+    assert ds._ss_namespace.closed and sorted(s["v"] for s in again) == list(range(30))
     with pytest.raises(ValueError, match="closed"):
         list(loader)  # the old one's loader says why
     again.close()
@@ -170,7 +170,7 @@ def test_finalizer_under_the_held_registry_lock_never_waits(ints30: str,
     a registry write): the finalizer queues its release instead of waiting for itself."""
     local = cache_dir()
     ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
-    name = ds._namespace.name
+    name = ds._ss_namespace.name
     ds.me = ds  # type: ignore[attr-defined]  # only a collection frees it
     alive = weakref.ref(ds)
     del ds
@@ -199,7 +199,7 @@ def test_collections_anywhere_inside_registry_writes_leave_nothing_behind(
         for _ in range(4):
             local = cache_dir()
             ds = StreamingDataset(remote=ints30, local=local, batch_size=2)
-            names.append(ds._namespace.name)
+            names.append(ds._ss_namespace.name)
             ds.me = ds  # type: ignore[attr-defined]
             del ds
             StreamingDataset(remote=ints30, local=local, batch_size=2).close()

@@ -78,7 +78,7 @@ def test_a_worker_error_stops_the_workers_and_frees_shared_memory(ints30, cache_
     collector cannot reach the workers (they were killed after 5 s each, holding the dataset's
     shared memory), so the loader stops them itself before the error leaves it."""
     ds = Exploding(remote=ints30, local=cache_dir(), batch_size=4)
-    name = ds._namespace.name
+    name = ds._ss_namespace.name
     loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, persistent_workers=persistent)
     with pytest.raises(KeyError, match="transform failed on 13"):
         ids(loader)

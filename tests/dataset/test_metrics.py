@@ -78,7 +78,7 @@ def test_a_two_worker_epoch_in_every_outlet(remote, tmp_path, caplog):
     assert m["loader_wait_seconds"] > 0 and m["elapsed_seconds"] > 0
     # Reads sum only the rows processes counted in: the two workers' and the main process's,
     # and they hold every count of the whole table.
-    cache = dataset._cache
+    cache = dataset._ss_cache
     assert len(np.flatnonzero(cache.metrics_rows.numpy())) == 3
     now = m["time"]
     assert snapshot(cache._used_rows(), now) == snapshot(cache.metrics.numpy(), now)

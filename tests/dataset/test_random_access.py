@@ -114,7 +114,7 @@ def test_local_only_dataset(ints30) -> None:
     with StreamingDataset(local=ints30, batch_size=4) as ds:
         assert [s["v"] for s in ds] == list(range(30))
         with pytest.raises(ValueError, match="no shards present locally to evict"):
-            ds._cache._make_room(10**9)  # local-only shards can never be evicted
+            ds._ss_cache._make_room(10**9)  # local-only shards can never be evicted
 
 
 def test_a_limit_without_room_for_the_index_and_a_shard_fails_at_construction(
