@@ -92,6 +92,9 @@ class Writer(ABC):
         self.event = threading.Event()  # set once the sink reported a failed transfer
         self._finished = False
         self._warned_oversize = False
+        # One writer may be fed by several threads: each sample is buffered whole, in the order
+        # the writes take the lock (it once failed at `finish` with duplicate shard names).
+        self._lock = threading.RLock()
         self.local, self.cloud_writer = open_sink(
             out, keep_local=keep_local, max_workers=kwargs.get("max_workers"),
             retry=kwargs.get("retry", 2), exist_ok=kwargs.get("exist_ok", False),
@@ -144,20 +147,33 @@ class Writer(ABC):
         if self._finished:
             raise RuntimeError("Cannot write to a writer that has already finished.")
         try:
-            parts, size = self.encode_parts(sample)
-        except KeyError:
-            self._check_columns(sample)  # a column missing: say which, not just its name
+            try:
+                parts, size = self.encode_parts(sample)
+            except KeyError:
+                self._check_columns(sample)  # a column missing: say which, not just its name
+                raise
+        except Exception as err:
+            add_note = getattr(err, "add_note", None)  # Python 3.11+: shown with the traceback
+            if add_note is not None:
+                add_note(f"(sample {self._samples_so_far()} of this writer, counting from 0)")
             raise
         cost = size + self.extra_bytes_per_sample
-        total = self.new_shard_size + cost
-        limit = self.size_limit
-        if (limit and limit < total) or total + self._uncounted_bytes > _MAX_OFFSET:
-            self._check_fits(cost)
-            self.flush_shard()
-            self._reset_cache()
-        self._parts += parts
-        self._sizes.append(size)
-        self.new_shard_size += cost
+        with self._lock:  # encoding is per sample; the buffer and the shards are shared
+            if self._finished:
+                raise RuntimeError("Cannot write to a writer that has already finished.")
+            total = self.new_shard_size + cost
+            limit = self.size_limit
+            if (limit and limit < total) or total + self._uncounted_bytes > _MAX_OFFSET:
+                self._check_fits(cost)
+                self.flush_shard()
+                self._reset_cache()
+            self._parts += parts
+            self._sizes.append(size)
+            self.new_shard_size += cost
+
+    def _samples_so_far(self) -> int:
+        """How many samples `write` accepted (the next one's number)."""
+        return sum(int(shard.get("samples", 0)) for shard in self.shards) + len(self._sizes)
 
     def _check_columns(self, sample: Any) -> None:
         """Raise `MissingColumnError` if `sample` lacks a column."""
@@ -253,22 +269,23 @@ class Writer(ABC):
         Raises:
             Exception: ``One of the threads failed. ...`` if a transfer failed.
         """
-        if self._finished:
-            return
-        self._finished = True
-        try:
-            self._check_sink()
-            if self._sizes:
-                self.flush_shard()
-                self._reset_cache()
-            self._write_index()
-            self.cloud_writer.finish()
-        except BaseException:
-            self.event.set()
-            self.cloud_writer.abort()
-            raise
-        finally:
-            self._clean_local()
+        with self._lock:  # after any write in progress in another thread
+            if self._finished:
+                return
+            self._finished = True
+            try:
+                self._check_sink()
+                if self._sizes:
+                    self.flush_shard()
+                    self._reset_cache()
+                self._write_index()
+                self.cloud_writer.finish()
+            except BaseException:
+                self.event.set()
+                self.cloud_writer.abort()
+                raise
+            finally:
+                self._clean_local()
 
     def _finish_after_error(self) -> None:
         """Keep every sample `write` accepted: flush the buffer as a last shard and publish the
@@ -279,9 +296,13 @@ class Writer(ABC):
         before it; if a transfer failed, no index is published at all. Never raises: the
         caller's exception is the one that matters.
         """
-        if self._finished:
-            return
-        self._finished = True
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            self._publish_after_error()
+
+    def _publish_after_error(self) -> None:
         try:
             self._check_sink()
             if self._sizes:
@@ -326,6 +347,19 @@ class Writer(ABC):
 
     def __enter__(self) -> Writer:
         return self
+
+    def __del__(self) -> None:
+        """Say so when a writer is dropped with samples it never wrote (as an unclosed file
+        does): without `finish()` or a `with` block, its buffered samples and the index are
+        never written, silently in the reference."""
+        state = self.__dict__
+        if state.get("_finished", True) or not (state.get("_sizes") or state.get("shards")):
+            return
+        warnings.warn(
+            f"{type(self).__name__} writing to {state.get('remote') or state.get('local')!r} was "
+            f"dropped without finish(): {len(state.get('_sizes') or ())} buffered sample(s) and "
+            f"the index.json were never written. Call finish() or use it in a `with` block.",
+            ResourceWarning, stacklevel=2, source=self)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:

@@ -39,6 +39,7 @@ _CODE_TO_SHAPE_NAME = {0: "uint8", 1: "uint16", 2: "uint32", 3: "uint64"}
 _LE_DTYPES = {name: np.dtype(name).newbyteorder("<") for name in _CODE_TO_VALUE_NAME.values()}
 _CODE_TO_LE_DTYPE = {code: _LE_DTYPES[name] for code, name in _CODE_TO_VALUE_NAME.items()}
 _NAME_TO_CODE_BYTE = {name: bytes([code]) for code, name in _CODE_TO_VALUE_NAME.items()}
+_DTYPES_TEXT = f"An ndarray's dtype is one of {', '.join(sorted(_LE_DTYPES))}."
 _SHAPE_FORMAT_CHARS = "BHIQ"  # struct codes of uint8/16/32/64, indexed by shape-int code
 _MAX_NDIM = 63  # the header keeps ndim in 6 bits
 
@@ -73,9 +74,9 @@ def _parse_dtype(dtype: Any) -> str:
     try:
         name = np.dtype(dtype).name
     except TypeError as err:
-        raise EncodingConfigError(f"Unsupported dtype: {dtype}.") from err
+        raise EncodingConfigError(f"Unsupported dtype: {dtype}. {_DTYPES_TEXT}") from err
     if name not in _LE_DTYPES:
-        raise EncodingConfigError(f"Unsupported dtype: {dtype}.")
+        raise EncodingConfigError(f"Unsupported dtype: {dtype}. {_DTYPES_TEXT}")
     return name
 
 

@@ -69,12 +69,12 @@ def _build(name: str) -> _Cached:
     head, sep, config = name.partition(":")
     cls = _encodings.get(head)
     if cls is None:
-        raise ValueError(f"Unsupported encoding: {name}.")
+        raise ValueError(f"Unsupported encoding: {name}. No encoding is named {head!r}.")
     if not sep:
         return _Cached(head, cls, cls())
     from_str = getattr(cls, "from_str", None)
     if from_str is None:
-        raise ValueError(f"Unsupported encoding: {name}.")
+        raise ValueError(f"Unsupported encoding: {name}. {head!r} takes no ':' options.")
     try:
         coder = from_str(config)
     except (ValueError, AssertionError, TypeError) as err:
@@ -97,11 +97,11 @@ def get_encoding(name: str) -> Encoding:
     try:
         hit = _cache.get(name)
     except TypeError:  # unhashable
-        raise ValueError(f"Unsupported encoding: {name}.") from None
+        raise ValueError(f"Unsupported encoding: {name}. An encoding is a string.") from None
     if hit is not None and _encodings.get(hit.head) is hit.cls:
         return hit.coder
     if not isinstance(name, str):
-        raise ValueError(f"Unsupported encoding: {name}.")
+        raise ValueError(f"Unsupported encoding: {name}. An encoding is a string.")
     built = _build(name)
     if len(_cache) >= _MAX_CACHED:
         _cache.clear()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from streaming.errors import UnsupportedColumnError
-from streaming.format.encodings import get_encoding, get_mds_encodings, is_mds_encoding
+from streaming.format.encodings import get_encoding, get_mds_encodings
 from streaming.format.sample_checks import column_value_error
 from streaming.format.writer import JointWriter, uint32_offsets
 
@@ -40,12 +40,15 @@ def plan_columns(columns: dict[str, str]) -> list[_Column]:
     plan = []
     for name in sorted(columns):
         encoding = columns[name]
-        if not is_mds_encoding(encoding):
+        try:
+            coder = get_encoding(encoding)
+        except ValueError as err:  # the reference's message, then which part is wrong
+            known = ", ".join(repr(known) for known in sorted(get_mds_encodings()))
+            why = str(err).split(". ", 1)[1] if ". " in str(err) else ""
             raise UnsupportedColumnError(
                 f"MDSWriter passed column `{name}` with encoding `{encoding}` is unsupported. "
-                f"Supported encodings are {get_mds_encodings()}"
-            )
-        coder = get_encoding(encoding)
+                f"Supported encodings are {{{known}}}" + (f" ({why})" if why else "")
+            ) from None
         plan.append(_Column(name, coder.encode, coder.size, encoding))
     return plan
 
