@@ -144,8 +144,6 @@ class Writer(ABC):
         sample does not fit, even if the shard is empty, so a sample larger than `size_limit`
         produces a zero-sample shard followed by an oversize one (we warn once).
         """
-        if self._finished:
-            raise RuntimeError("Cannot write to a writer that has already finished.")
         try:
             try:
                 parts, size = self.encode_parts(sample)
@@ -158,7 +156,10 @@ class Writer(ABC):
                 add_note(f"(sample {self._samples_so_far()} of this writer, counting from 0)")
             raise
         cost = size + self.extra_bytes_per_sample
-        with self._lock:  # encoding is per sample; the buffer and the shards are shared
+        # Encoding is per sample; the buffer and the shards are shared by every writing thread.
+        lock = self._lock
+        lock.acquire()  # (not `with`: half the cost, on a path of a couple of microseconds)
+        try:
             if self._finished:
                 raise RuntimeError("Cannot write to a writer that has already finished.")
             total = self.new_shard_size + cost
@@ -167,9 +168,12 @@ class Writer(ABC):
                 self._check_fits(cost)
                 self.flush_shard()
                 self._reset_cache()
+                total = self.new_shard_size + cost
             self._parts += parts
             self._sizes.append(size)
-            self.new_shard_size += cost
+            self.new_shard_size = total
+        finally:
+            lock.release()
 
     def _samples_so_far(self) -> int:
         """How many samples `write` accepted (the next one's number)."""
