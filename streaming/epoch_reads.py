@@ -100,12 +100,9 @@ class EpochReads:
         prefetcher would only walk the epoch's shards and pass each over."""
         return self.cache.cache_limit is None and self.cache.all_local()
 
-    def prepare(self, shard: int) -> None:
-        """Best-effort, non-blocking preparation (the prefetcher's step)."""
-        self.cache.prepare(shard, blocking=False)
-
     def claim(self, shard: int) -> bool:
-        """Claim `shard` for the prefetcher's first step (see `NodeCache.claim_ahead`)."""
+        """Claim `shard` for a preparation the prefetcher runs next (`prepare_claimed`; see
+        `NodeCache.claim_ahead`)."""
         return self.cache.claim_ahead(shard)
 
     def prepare_claimed(self, shard: int) -> None:

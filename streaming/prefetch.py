@@ -271,18 +271,21 @@ class Prefetcher:
                 if claimed:
                     self.reads.release(shard)
                 return
+            # Claim first, then look at the consumer: once claimed, the consumer cannot read
+            # past the shard without waiting for this fetch. Looking first left a window (wide
+            # when other jobs load the cores and this thread waits for one) in which the
+            # consumer fetched the shard itself, read past it and the cache evicted it, and
+            # this thread then fetched it again for nobody.
+            if not claimed and (position < self.consumed or not self.reads.claim(shard)):
+                continue  # read past already; or local, or another fetch has it
             if position < self.consumed:
                 # The consumer got here first: it fetches what it still reads itself, and a
                 # shard it has read past may have been evicted since (fetching it again would
                 # be a refetch of a shard this epoch no longer needs).
-                if claimed:
-                    self.reads.release(shard)
+                self.reads.release(shard)
                 continue
             try:
-                if claimed:
-                    self.reads.prepare_claimed(shard)
-                else:
-                    self.reads.prepare(shard)
+                self.reads.prepare_claimed(shard)
             except HashAlgorithmError:
                 # A setting every shard fails on: the consumer raises it at its first read, and
                 # a warning from here would only repeat it (after it, as the threads go).

@@ -62,6 +62,7 @@ class FakeCache:
         self.progress = FakeArray(np.full(slots, -1, np.int64))
         self.access_times = FakeArray(np.zeros(num_shards, np.uint64))
         self.prepared: list[int] = []
+        self.claimed: set[int] = set()
         self.cache_limit: int | None = None
         self.lock = threading.Lock()
         self.counters = Counters(np.zeros(len(COLUMNS)))  # the real bookkeeping, private
@@ -73,16 +74,19 @@ class FakeCache:
             self.prepared.append(shard)
         return True
 
-    def claim_ahead(self, shard: int) -> bool:  # the prefetcher's first shard, claimed early
-        self.claimed = shard
+    def claim_ahead(self, shard: int) -> bool:  # the prefetcher claims before it prepares
+        with self.lock:
+            self.claimed.add(shard)
         return True
 
     def prepare_claimed(self, shard: int) -> bool:
-        assert shard == self.claimed
+        with self.lock:
+            self.claimed.remove(shard)
         return self.prepare(shard, blocking=False)
 
     def release_claim(self, shard: int) -> None:
-        assert shard == self.claimed
+        with self.lock:
+            self.claimed.remove(shard)
 
     def is_local(self, shard: int) -> bool:  # local once prepared (none is to begin with)
         return shard in self.prepared
