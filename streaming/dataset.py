@@ -407,14 +407,17 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         numeric columns come as one numpy array each, gathered straight from the shard's bytes;
         others as arrays where `default_collate` would make a tensor, else as lists
         (`streaming.batch_columns`; `docs/runtime.md`). `batch_size` defaults to the dataset's;
-        `drop_last` drops this worker's short last batch.
+        `drop_last` drops this worker's short last batch. A dataset built without a batch size
+        adopts the one given, as `StreamingDataLoader` makes it do (`adopt_batch_size`), and
+        lays its epochs out for it.
 
         Raises:
             ValueError: no batch size, or one below 1.
         """
         size = self.batch_size if batch_size is None else batch_size
-        if not isinstance(size, int) or size < 1:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {size!r}.")
+        self.adopt_batch_size(size)
         return self._ss_latest.track(self._epoch_reads, lambda begin: _epoch_batches(
             begin, self.predownload, size, drop_last))
 

@@ -112,6 +112,9 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
         TransferError: ``<what> failed after N attempts: <last error>`` (a
             `TransferTimeoutError` when the last attempt timed out), chaining the last error.
     """
+    if not isinstance(retries, int) or retries < 1:  # the reference's words, then ours
+        raise ValueError(f"num_attempts must be at-least 1: `retries` counts the attempts "
+                         f"(1 tries once, without retrying), got {retries!r}.")
     later = backoff_pause(backoff, max_jitter)
 
     def pause(attempt: int, err: Exception) -> float:
@@ -188,8 +191,8 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
             actual = hash_file(hash_algo, tmp)
             if actual != expected_hash:
                 raise HashMismatchError(
-                    f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, the "
-                    f"index says {expected_hash})")
+                    f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, "
+                    f"expected {expected_hash})")
     return count
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -327,3 +328,17 @@ def test_ragged_arrays_without_a_collate_fn_say_which_column(tmp_path, workers) 
     with pytest.raises(RuntimeError, match=r"Column 'tokens' holds arrays of different shapes"):
         next(iter(loader))
     dataset.close()
+
+
+def test_batches_of_a_dataset_built_without_a_batch_size_adopt_theirs(tmp_path) -> None:
+    """It warned that the dataset lays samples out for batches of 1 and to use a DataLoader,
+    though the caller had just said 32 and uses none."""
+    data = write_ints(str(tmp_path / "data"), range(100))
+    with StreamingDataset(local=data, shuffle=True) as plain:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = [batch["v"].tolist() for batch in plain.batches(32)]
+        assert plain.batch_size == 32
+    with StreamingDataset(local=data, shuffle=True, batch_size=32) as given:
+        assert got == [batch["v"].tolist() for batch in given.batches()]
+    assert sorted(v for batch in got for v in batch) == list(range(100))

@@ -172,9 +172,10 @@ def test_hash_mismatch_is_not_retried(local_server: Server, tmp_path: Any) -> No
     local_server.seed(f"{root}/x.bin", b"hello")
     store = CountingStore(open_store(root))
     target = str(tmp_path / "x.bin")
-    with pytest.raises(HashMismatchError, match=f"Checksum failure: {target}"):
+    with pytest.raises(HashMismatchError, match=f"Checksum failure: {target}") as err:
         fetch(store, "x.bin", target, retries=3, hash_algo="md5", expected_hash="0" * 32,
               backoff=0)
+    assert f"expected {'0' * 32})" in str(err.value) and "index" not in str(err.value)
     assert store.downloads == 1 and _only(tmp_path) == []
     result = fetch(store, "x.bin", target, retries=1, hash_algo="md5",
                    expected_hash=hashlib.md5(b"hello").hexdigest(), expected_size=5)
@@ -205,7 +206,9 @@ def test_existing_target_is_replaced_only_on_success(local_server: Server,
 
 
 def test_zero_attempts_is_the_reference_error(local_server: Server, tmp_path: Any) -> None:
-    with pytest.raises(ValueError, match="num_attempts must be at-least 1"):
+    with pytest.raises(ValueError, match=r"^num_attempts must be at-least 1: `retries` counts "
+                                         r"the attempts \(1 tries once, without retrying\), "
+                                         r"got 0\.$"):
         fetch(open_store(local_server.base_url), "x", str(tmp_path / "x"), retries=0)
 
 
