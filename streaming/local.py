@@ -27,11 +27,24 @@ __all__ = ["LocalDataset"]
 _IN_PLACE = ReadOptions(in_place=True)
 
 
-def _refuse_compressed_only(shard: Reader, local: str) -> None:
-    """Fail at construction, naming the way out, when the shards are there only compressed
-    (`MDSWriter(compression=...)` output): reads in place never decompress, and otherwise the
-    first sample would fail with a bare "No such file" for a file the index names. One shard is
-    looked at (a few `stat`s): a writer compresses every shard alike."""
+def _refuse_compressed_only(shards: list[Reader], local: str) -> None:
+    """Fail at construction, naming the way out, when shards are there only compressed
+    (`MDSWriter(compression=...)` output): reads in place never decompress, and otherwise a
+    sample would fail with a bare "No such file" for a file the index names.
+
+    A writer compresses every shard alike, so one compressed shard per sub-dataset is looked
+    at (a few `stat`s each): a merged index may join plain and compressed sub-datasets."""
+    seen: set[tuple[str, str | None]] = set()
+    for shard in shards:
+        if not shard.files.compressed:
+            continue
+        group = (os.path.dirname(shard.files.form(RAW)[0].basename), shard.compression)
+        if group not in seen:
+            seen.add(group)
+            _refuse_if_compressed_only(shard, local)
+
+
+def _refuse_if_compressed_only(shard: Reader, local: str) -> None:
     files = shard.files
     if not files.compressed or files.raw_present() or not files.present(ZIP):
         return
@@ -74,8 +87,7 @@ class LocalDataset(Array, Dataset):
         self.split = split
         self.shards: list[Reader] = load_readers(local, split)
         _read_where_they_lie(self.shards)
-        if self.shards:
-            _refuse_compressed_only(self.shards[0], local)
+        _refuse_compressed_only(self.shards, local)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)
         self.num_samples = int(shard_sizes.sum())
         self.spanner = Spanner(shard_sizes)

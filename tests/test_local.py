@@ -115,3 +115,19 @@ def test_compressed_shards_are_refused_at_construction_naming_the_way_out(tmp_pa
         LocalDataset(str(tmp_path))
     assert StreamingDataset(local=str(tmp_path))[4]["id"] == 4  # the way out, as named
     assert LocalDataset(str(tmp_path))[4]["id"] == 4  # decompressed there now
+
+
+def test_a_merged_index_with_a_compressed_part_is_refused_naming_it(tmp_path) -> None:
+    """`merge_index` joins plain and compressed sub-datasets: looking at the first shard only
+    let a bare FileNotFoundError out at the first sample of the compressed part."""
+    from streaming.errors import ShardUnavailableError
+    from streaming.merge import merge_index
+
+    for part, compression in enumerate([None, "zstd"]):
+        with MDSWriter(out=str(tmp_path / f"part{part}"), columns={"id": "int"},
+                       compression=compression, size_limit=200) as writer:
+            for i in range(20):
+                writer.write({"id": part * 20 + i})
+    merge_index(str(tmp_path))
+    with pytest.raises(ShardUnavailableError, match=r"compressed \(zstd: part1/shard.00000"):
+        LocalDataset(str(tmp_path))

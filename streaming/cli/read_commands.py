@@ -69,7 +69,9 @@ def describe(location: str, raw: list[dict[str, Any]]) -> dict[str, Any]:
         "compression": sorted({e.compression or "none" for e in entries}),
         "hashes": sorted({h for e in entries for h in e.hashes}),
         "raw_bytes": sum(f.bytes for e in entries for f in (e.raw_data, e.raw_meta) if f),
-        "zip_bytes": sum(zip_sizes) if len(zip_sizes) == len(entries) and entries else None,
+        # Of the compressed shards (a merged index may join plain and compressed parts).
+        "zip_bytes": sum(zip_sizes) if zip_sizes else None,
+        "compressed_shards": len(zip_sizes),
         "shard_list": [{
             "raw_data": e.raw_data.basename, "samples": e.samples, "raw_bytes": e.raw_data.bytes,
             "zip_data": e.zip_data.basename if e.zip_data else None,
@@ -92,7 +94,9 @@ def _render_inspect(info: dict[str, Any], shards: bool) -> str:
         f"compression  {', '.join(info['compression']) or '-'}",
         f"hashes       {', '.join(info['hashes']) or 'none'}",
         f"size         {human_bytes(info['raw_bytes'])} raw, "
-        f"{human_bytes(info['zip_bytes'])} compressed",
+        f"{human_bytes(info['zip_bytes'])} compressed" + (
+            f" ({info['compressed_shards']:,} of {info['shards']:,} shards)"
+            if 0 < info["compressed_shards"] < info["shards"] else ""),
     ]
     if shards:
         lines.append("")

@@ -28,6 +28,27 @@ def test_inspect_reads_only_the_index_local_and_remote(cli: Callable, dataset: s
     assert missing.code == 1 and "no index.json" in missing.err
 
 
+def test_inspect_counts_the_compressed_part_of_a_merged_index(cli: Callable,
+                                                               tmp_path: Any) -> None:
+    """A merged index of a plain and a compressed part said "- compressed"."""
+    from streaming import MDSWriter
+    from streaming.merge import merge_index
+
+    root = tmp_path / "merged"
+    for part, compression in enumerate([None, "zstd"]):
+        with MDSWriter(out=str(root / f"p{part}"), columns={"id": "int"},
+                       compression=compression, size_limit=200) as writer:
+            for i in range(20):
+                writer.write({"id": i})
+    merge_index(str(root))
+    info = cli("inspect", str(root), "--json").json()
+    zipped = [s["zip_bytes"] for s in info["shard_list"] if s["zip_bytes"] is not None]
+    assert 0 < len(zipped) < info["shards"] == len(info["shard_list"])
+    assert info["zip_bytes"] == sum(zipped) and info["compressed_shards"] == len(zipped)
+    assert f"compressed ({len(zipped)} of {info['shards']} shards)" in cli("inspect",
+                                                                           str(root)).out
+
+
 def test_head_prints_json_with_bytes_summarised(cli: Callable, dataset: str) -> None:
     run = cli("head", f"file://{dataset}", "-n", "12")
     lines = [json.loads(line) for line in run.out.splitlines()]
