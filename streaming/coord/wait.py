@@ -81,7 +81,7 @@ def wait_until(
     poll: Callable[[], T | None],
     *,
     timeout: float,
-    what: Callable[[], str],
+    what: Callable[[], str] | str,
     first: float = FIRST_SLEEP,
     cap: float = MAX_SLEEP,
     sleep: Callable[[float], object] | None = None,
@@ -112,7 +112,7 @@ def wait_until(
         if left <= 0:
             raise CoordinationError(
                 f"Timed out after {deadline.elapsed():.3g} s (limit {timeout:g} s) "
-                f"waiting for {what()}"
+                f"waiting for {what() if callable(what) else what}"
             )
         # Proportional, not doubling: doubling can sleep as long again as the whole wait so far
         # just after the condition came true (a 33 ms fetch would then cost up to 64 ms).

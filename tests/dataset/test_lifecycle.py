@@ -259,27 +259,32 @@ def test_close_stops_fetching_ahead_for_an_iterator_left_open(
     remote = make_ints(range(1_000))  # 200 shards
     let_go, closed = threading.Event(), threading.Event()
     late: list[int] = []  # shards the prefetcher began on after close() returned
-    prepare = NodeCache.prepare
+    prepare = NodeCache.prepare_claimed  # what a prefetch thread runs once it holds a claim
 
-    def held_back(self: NodeCache, shard: int, **kwargs: Any) -> bool:
-        if threading.current_thread().name == "shardstream-prefetch":
-            let_go.wait(timeout=60)  # a fetch in flight when close() starts
-            if closed.is_set():
-                late.append(shard)
-        return prepare(self, shard, **kwargs)
+    def held_back(self: NodeCache, shard: int) -> bool:
+        assert threading.current_thread().name == "shardstream-prefetch"
+        if shard == 0:  # claimed at the start, for the consumer's first sample
+            return prepare(self, shard)
+        held.append(shard)
+        let_go.wait(timeout=60)  # a fetch in flight when close() starts
+        if closed.is_set():
+            late.append(shard)
+        return prepare(self, shard)
 
-    monkeypatch.setattr(NodeCache, "prepare", held_back)
+    held: list[int] = []
+    monkeypatch.setattr(NodeCache, "prepare_claimed", held_back)
     local = cache_dir()
     ds = StreamingDataset(remote=remote, local=local, batch_size=5, predownload=1_000)
     samples = iter(ds)
     first = next(samples)["v"]
+    wait_until(lambda: held or None, timeout=30, what="a prefetch in flight")
     let_go.set()
     ds.close()
     closed.set()
     assert not [t for t in threading.enumerate() if t.name == "shardstream-prefetch"]
     assert not [name for name in os.listdir(local) if ".tmp" in name]  # the fetch completed
     rest = [s["v"] for s in samples]
-    assert late == []
+    assert held and late == []  # the prefetcher was in flight, and began nothing after
     assert sorted([first, *rest]) == list(range(1_000))
 
 
@@ -289,19 +294,20 @@ def test_a_with_block_left_by_an_error_does_not_wait_for_fetches_in_flight(
     """A Ctrl-C must not hang on a slow download: the fetch finishes on its own afterwards."""
     remote = make_ints(range(100))
     inside, done, release = threading.Event(), threading.Event(), threading.Event()
-    prepare = NodeCache.prepare
+    prepare = NodeCache.prepare_claimed  # what a prefetch thread runs once it holds a claim
 
-    def stuck(self: NodeCache, shard: int, **kwargs: Any) -> bool:
-        if threading.current_thread().name != "shardstream-prefetch":
-            return prepare(self, shard, **kwargs)
+    def stuck(self: NodeCache, shard: int) -> bool:
+        assert threading.current_thread().name == "shardstream-prefetch"
+        if shard == 0:  # claimed at the start, for the consumer's first sample
+            return prepare(self, shard)
         inside.set()
         release.wait(timeout=30)  # a slow link
         try:
-            return prepare(self, shard, **kwargs)
+            return prepare(self, shard)
         finally:
             done.set()
 
-    monkeypatch.setattr(NodeCache, "prepare", stuck)
+    monkeypatch.setattr(NodeCache, "prepare_claimed", stuck)
     with pytest.raises(KeyError):
         with StreamingDataset(remote=remote, local=cache_dir(), batch_size=5,
                               predownload=100) as ds:
