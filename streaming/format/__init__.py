@@ -29,7 +29,8 @@ from streaming.lazy_names import lazy_names
 if TYPE_CHECKING:  # pragma: no cover
     from streaming.format.jsonl.writer import JSONWriter
     from streaming.format.mds.writer import MDSWriter
-    from streaming.format.writer import JointWriter, SplitWriter, Writer
+    from streaming.format.writer import Writer
+    from streaming.format.writer_layouts import JointWriter, SplitWriter
     from streaming.format.xsv.writer import CSVWriter, TSVWriter, XSVWriter
 
 __all__ = [
@@ -84,8 +85,8 @@ __getattr__ = lazy_names(__name__, {
     "ParquetReader": "streaming.format.parquet.reader",
     "JSONWriter": "streaming.format.jsonl.writer",
     "MDSWriter": "streaming.format.mds.writer",
-    "JointWriter": "streaming.format.writer",
-    "SplitWriter": "streaming.format.writer",
+    "JointWriter": "streaming.format.writer_layouts",
+    "SplitWriter": "streaming.format.writer_layouts",
     "Writer": "streaming.format.writer",
     "CSVWriter": "streaming.format.xsv.writer",
     "TSVWriter": "streaming.format.xsv.writer",

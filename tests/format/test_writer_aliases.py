@@ -8,7 +8,7 @@ import pytest
 
 import streaming
 from streaming import array, format, local, spanner
-from streaming.format import index, jsonl, mds, reader, split_reader, writer, xsv
+from streaming.format import index, jsonl, mds, reader, split_reader, writer, writer_layouts, xsv
 
 ALIASES = [
     ("streaming.base.format", "CSVWriter", xsv.CSVWriter),
@@ -31,8 +31,8 @@ ALIASES = [
     ("streaming.base.format.base.reader", "JointReader", reader.JointReader),
     ("streaming.base.format.base.reader", "SplitReader", split_reader.SplitReader),
     ("streaming.base.format.base.writer", "Writer", writer.Writer),
-    ("streaming.base.format.base.writer", "JointWriter", writer.JointWriter),
-    ("streaming.base.format.base.writer", "SplitWriter", writer.SplitWriter),
+    ("streaming.base.format.base.writer", "JointWriter", writer_layouts.JointWriter),
+    ("streaming.base.format.base.writer", "SplitWriter", writer_layouts.SplitWriter),
     ("streaming.base.format.mds", "MDSReader", mds.MDSReader),
     ("streaming.base.format.mds.reader", "MDSReader", mds.MDSReader),
     ("streaming.base.format.mds.writer", "MDSWriter", mds.MDSWriter),

@@ -13,7 +13,7 @@ from typing import Any
 from streaming.errors import UnsupportedColumnError
 from streaming.format.jsonl.encodings import _encodings, is_json_encoded, is_json_encoding
 from streaming.format.sample_checks import column_value_error
-from streaming.format.writer import SplitWriter
+from streaming.format.writer_layouts import SplitWriter
 
 __all__ = ["JSONWriter"]
 

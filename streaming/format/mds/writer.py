@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings
 from streaming.format.sample_checks import column_value_error
-from streaming.format.writer import JointWriter, uint32_offsets
+from streaming.format.writer_layouts import JointWriter, uint32_offsets
 
 __all__ = ["MDSWriter"]
 

@@ -12,7 +12,7 @@ from typing import Any
 from streaming.errors import ReservedCharacterError
 from streaming.format.jsonl.writer import check_text_columns
 from streaming.format.sample_checks import column_value_error
-from streaming.format.writer import SplitWriter
+from streaming.format.writer_layouts import SplitWriter
 from streaming.format.xsv.encodings import _encodings, is_xsv_encoding
 
 __all__ = ["CSVWriter", "TSVWriter", "XSVWriter"]

@@ -1,7 +1,9 @@
-"""Old import path `streaming.base.format.base.writer`: aliases of `streaming.format.writer`."""
+"""Old import path `streaming.base.format.base.writer`: aliases of `streaming.format.writer`
+and `streaming.format.writer_layouts`."""
 
 from __future__ import annotations
 
-from streaming.format.writer import JointWriter, SplitWriter, Writer
+from streaming.format.writer import Writer
+from streaming.format.writer_layouts import JointWriter, SplitWriter
 
 __all__ = ["JointWriter", "SplitWriter", "Writer"]
