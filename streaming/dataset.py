@@ -39,6 +39,7 @@ from streaming.dataset_fields import (
     ResolvedField,
     before_init,
     early_value,
+    set_early,
 )
 from streaming.dataset_lifecycle import Lifecycle, as_loader_worker
 from streaming.dataset_setup import (
@@ -200,10 +201,11 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     def adopt_batch_size(self, batch_size: int) -> None:
         """Lay samples out for `batch_size` when the dataset was built without one.
 
-        `StreamingDataLoader` calls this with its own batch size; a dataset given one keeps it.
+        `StreamingDataLoader` calls this with its own batch size; a dataset given one keeps it,
+        but one that only took it from a `batches(n)` call (a quick look) takes the loader's.
         `predownload`, when left to its default, follows (8 batches).
         """
-        if self.batch_size is None:
+        if self.batch_size is None or self.__dict__.pop("_ss_batch_size_from_batches", False):
             self.batch_size = batch_size
 
     # ------------------------------------------------------------------------- sizes
@@ -232,7 +234,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     @length.setter
     def length(self, value: int) -> None:
         if before_init(self):  # a plain attribute until `__init__` decides it
-            self.__dict__["length"] = value
+            set_early(self, "length", value)
             return
         self._ss_length = operator.index(value)
 
@@ -254,7 +256,7 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
     @predownload.setter
     def predownload(self, value: int | None) -> None:
         if before_init(self):  # a plain attribute until `__init__` decides it
-            self.__dict__["predownload"] = value
+            set_early(self, "predownload", value)
             return
         self._ss_config = dataclasses.replace(self._ss_config, predownload=value)
 
@@ -393,8 +395,8 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         # Not a generator itself: the batching choice is made when the iterator is created
         # (a `StreamingDataLoader` sets it around that moment, see `loader.py`).
         batching = self._loader_batches
-        if batching is not None:
-            return self.batches(*batching)
+        if batching is not None:  # (not `self.batches`: a subclass may own that name)
+            return self._ss_batches(*batching)
         # Begins at the first `next`, ending the iteration before (`LatestIteration`).
         return self._ss_latest.track(self._epoch_reads,
                                   lambda begin: epoch_samples(begin, self.predownload))
@@ -414,10 +416,15 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         Raises:
             ValueError: no batch size, or one below 1.
         """
+        return self._ss_batches(batch_size, drop_last)
+
+    def _ss_batches(self, batch_size: int | None, drop_last: bool) -> Iterator[dict[str, Any]]:
         size = self.batch_size if batch_size is None else batch_size
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"`batch_size` must be a positive int, got {size!r}.")
-        self.adopt_batch_size(size)
+        if self.batch_size is None:  # laid out for it, until a loader brings its own
+            self.batch_size = size
+            self._ss_batch_size_from_batches = True
         return self._ss_latest.track(self._epoch_reads, lambda begin: _epoch_batches(
             begin, self.predownload, size, drop_last))
 

@@ -19,7 +19,7 @@ import dataclasses
 from typing import Any, Generic, TypeVar, overload
 
 __all__ = ["CatalogField", "ConfigField", "OrderField", "ResolvedField", "before_init",
-           "early_value"]
+           "early_value", "set_early"]
 
 T = TypeVar("T")
 
@@ -59,14 +59,12 @@ class _Field(Generic[T]):
 
     def __set__(self, obj: Any, value: T) -> None:
         if self.home not in obj.__dict__:
-            obj.__dict__[self.name] = value  # before `__init__`: a plain attribute
+            set_early(obj, self.name, value)  # before `__init__`: a plain attribute
             return
         self._set(obj, value)
 
     def _set(self, obj: Any, value: T) -> None:
-        raise AttributeError(
-            f"{self.name!r} of {type(obj).__name__} is derived from its shard catalog and "
-            f"cannot be set.")
+        raise NotImplementedError
 
 
 def before_init(obj: Any) -> bool:
@@ -75,10 +73,16 @@ def before_init(obj: Any) -> bool:
     return "_ss_config" not in obj.__dict__
 
 
+def set_early(obj: Any, name: str, value: Any) -> None:
+    """Keep a value assigned before `StreamingDataset.__init__` ran, apart from the instance's
+    own attributes: `__init__` decides the real one, as the reference's did."""
+    obj.__dict__.setdefault("_ss_early", {})[name] = value
+
+
 def early_value(obj: Any, name: str) -> Any:
     """An attribute read before `StreamingDataset.__init__` ran: what was assigned, if any."""
     try:
-        return obj.__dict__[name]
+        return obj.__dict__["_ss_early"][name]
     except KeyError:
         raise AttributeError(
             f"{type(obj).__name__!r} object has no attribute {name!r} yet: it is set by "
@@ -126,6 +130,16 @@ class ResolvedField(_Settable[T]):
 
 
 class CatalogField(_Field[T]):
-    """A read-only bookkeeping value of `dataset._ss_catalog`."""
+    """A bookkeeping value of `dataset._ss_catalog`. A subclass may set it after `__init__`, as
+    the reference's plain attribute: its value is then what the attribute reads (the catalog,
+    and what the dataset reads, stay as they are)."""
 
     home = "_ss_catalog"
+
+    def __get__(self, obj: object | None, owner: type) -> Any:
+        if obj is not None and self.name in obj.__dict__:
+            return obj.__dict__[self.name]
+        return super().__get__(obj, owner)
+
+    def _set(self, obj: Any, value: T) -> None:
+        obj.__dict__[self.name] = value

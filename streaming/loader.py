@@ -59,7 +59,8 @@ def _node_reporter(dataset: Any, path: str | None, interval: float | None,
         alive = ref()
         if alive is None:
             raise SourceGone("the dataset is gone")
-        return {"node": world.node, **alive.metrics()}
+        return {"node": world.node, **alive._ss_cache.metrics_snapshot()}  # (a subclass may
+        # own the name `metrics`)
 
     reporter = reporter_from(read, path, interval, log_interval)
     return None if world.rank_of_node else reporter
@@ -175,7 +176,8 @@ class StreamingDataLoader(DataLoader):
         if dataset is None:
             raise TypeError("metrics() needs a StreamingDataset; this loader reads a "
                             f"{type(self.dataset).__name__}.")
-        return dataset.metrics()
+        return dataset._ss_cache.metrics_snapshot()  # (not `dataset.metrics()`: a subclass
+        # may own that name, as with the reference, which has no such method)
 
     def _streaming_dataset(self) -> Any | None:
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streaming.atomic import drop_dead_temps
+from streaming.atomic import discard, drop_dead_temps
 from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
 from streaming.dataset_config import StreamDefaults
@@ -335,6 +335,8 @@ class Stream:
             cache.commit(loaded)
             if table is not None:
                 cache.save_table(table)
+            elif loaded.table is None:  # a table of an earlier, bigger index: not counted
+                discard(cache.table_path)
 
     def prepare_shard(self, shard: Reader) -> int:
         """Ensure `shard`'s raw files are in the cache; returns the change in cache bytes."""

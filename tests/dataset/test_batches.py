@@ -342,3 +342,17 @@ def test_batches_of_a_dataset_built_without_a_batch_size_adopt_theirs(tmp_path) 
     with StreamingDataset(local=data, shuffle=True, batch_size=32) as given:
         assert got == [batch["v"].tolist() for batch in given.batches()]
     assert sorted(v for batch in got for v in batch) == list(range(100))
+
+
+def test_a_loader_replaces_a_batch_size_a_look_at_batches_adopted(tmp_path) -> None:
+    """`batches(4)` as a quick look fixed the dataset's batch size for good: a loader of 8 then
+    warned that the dataset's 4 differs, a setting the user never made."""
+    data = write_ints(str(tmp_path / "data"), range(100))
+    with StreamingDataset(local=data) as ds:
+        next(iter(ds.batches(4)))
+        assert ds.batch_size == 4
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loader = StreamingDataLoader(ds, batch_size=8, num_workers=0)
+            got = sorted(int(v) for batch in loader for v in batch["v"])
+        assert ds.batch_size == 8 and got == list(range(100))

@@ -211,3 +211,18 @@ def test_a_limit_below_the_index_leaves_no_table_behind(big, tmp_path, published
     with pytest.raises(ValueError, match="Minimum cache usage"):
         StreamingDataset(remote=remote, local=cache, batch_size=4, cache_limit=1000)
     assert not os.path.exists(_table_path(cache))
+
+
+def test_a_table_of_an_earlier_bigger_index_leaves_the_cache(big, tmp_path):
+    """The remote was republished smaller: the old table stayed on disk, not counted (430 KB
+    on disk under a 200 KB limit)."""
+    cache = str(tmp_path / "cache")
+    with StreamingDataset(remote=big, local=cache, batch_size=4) as ds:
+        assert os.path.isfile(_table_path(cache)) and ds.num_shards == SHARDS
+    small = write_ints(str(tmp_path / "small"), range(60), size_limit=_limit_for(PER_SHARD))
+    index_bytes = os.path.getsize(os.path.join(small, "index.json"))
+    with StreamingDataset(remote=small, local=cache, batch_size=4,
+                          cache_limit=index_bytes + 64 * 1024) as ds:
+        assert not os.path.exists(_table_path(cache))
+        assert _values(ds) == list(range(60))
+        assert ds.cache_usage == _on_disk(cache)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from torch.utils.data import DataLoader
 
-from streaming import StreamingDataset
+from streaming import StreamingDataLoader, StreamingDataset
 
 # Every attribute the reference's `__init__` assigns from an argument of the same name.
 EARLY = {
@@ -98,11 +98,35 @@ def test_length_is_settable_as_in_the_reference(ints30):
             ds.length = 2.5  # type: ignore[assignment]
 
 
-def test_catalog_attributes_cannot_be_set_after_init(ints30):
-    with StreamingDataset(local=ints30) as ds:
-        with pytest.raises(AttributeError, match="'num_samples' of StreamingDataset is derived"):
-            ds.num_samples = 3
-        assert ds.num_samples == 30
+def test_catalog_attributes_set_after_init_read_as_set(ints30):
+    """A plain attribute in the reference: a subclass's value is what it reads (today's first
+    cut refused it), and the dataset still reads every sample."""
+
+    class Sub(StreamingDataset):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.num_samples = 10
+
+    with Sub(local=ints30, batch_size=2) as ds:
+        assert ds.num_samples == 10 and ds.size == 10
+        assert sorted(int(s["v"]) for s in ds) == list(range(30))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("name", ["batches", "metrics"])
+def test_a_subclass_may_own_the_names_we_added(ints30, workers, name):
+    """`batches` and `metrics` are ours, not the reference's: a subclass's own attribute of
+    that name broke every loader (`'int' object is not callable`)."""
+
+    class Own(StreamingDataset):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            setattr(self, name, 0)
+
+    with Own(local=ints30, batch_size=4) as ds:
+        loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers)
+        assert sorted(int(v) for b in loader for v in b["v"]) == list(range(30))
+        assert loader.metrics()["samples"] >= 30
 
 
 @pytest.mark.parametrize("workers", [0, 1])
