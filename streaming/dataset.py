@@ -7,11 +7,8 @@ epoch plan (computed once per node and shared), `cache/` for shards and the read
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
-import math
-import operator
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -37,9 +34,6 @@ from streaming.dataset_fields import (
     ConfigField,
     OrderField,
     ResolvedField,
-    before_init,
-    early_value,
-    set_early,
 )
 from streaming.dataset_lifecycle import Lifecycle, as_loader_worker
 from streaming.dataset_setup import (
@@ -49,6 +43,7 @@ from streaming.dataset_setup import (
     load_catalog,
     open_node_state,
 )
+from streaming.dataset_views import SizeViews
 from streaming.epoch_reads import EpochReads
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import drop_padding, epoch_samples, iterate_batches
@@ -78,7 +73,7 @@ def own_sample_read(dataset: StreamingDataset) -> Callable[[int], Any] | None:
     return own_item_read(dataset, StreamingDataset)
 
 
-class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
+class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDataset):
     """A dataset streamed from one or more remote (or local) shard directories.
 
     Arguments, defaults and behaviour are MosaicML Streaming's; see the README and
@@ -207,79 +202,6 @@ class StreamingDataset(CacheControls, Lifecycle, Array, IterableDataset):
         """
         if self.batch_size is None or self.__dict__.pop("_ss_batch_size_from_batches", False):
             self.batch_size = batch_size
-
-    # ------------------------------------------------------------------------- sizes
-
-    @property
-    def size(self) -> int:
-        """Unique underlying samples (all streams)."""
-        return self.num_samples
-
-    @property
-    def epoch_size(self) -> int:
-        """Samples per epoch over all streams and devices (after stream weighting)."""
-        return self._ss_table.epoch_size
-
-    @property
-    def length(self) -> int:
-        """Samples this device sees per epoch (what `len()` says; settable, as in the
-        reference, where it was a plain attribute: the epoch itself does not change)."""
-        if before_init(self):
-            return early_value(self, "length")
-        given = self.__dict__.get("_ss_length")
-        if given is not None:
-            return given
-        return math.ceil(self.epoch_size / self._parallel_world.num_ranks)
-
-    @length.setter
-    def length(self, value: int) -> None:
-        if before_init(self):  # a plain attribute until `__init__` decides it
-            set_early(self, "length", value)
-            return
-        self._ss_length = operator.index(value)
-
-    def __len__(self) -> int:
-        """Samples this device sees per epoch."""
-        return self.length
-
-    @property
-    def num_streams(self) -> int:
-        return len(self.streams)
-
-    @property
-    def predownload(self) -> int:
-        """Samples a worker may prepare ahead (default: 8 batches, 64 without a batch size)."""
-        if before_init(self):
-            return early_value(self, "predownload")
-        return self._ss_config.resolved_predownload
-
-    @predownload.setter
-    def predownload(self, value: int | None) -> None:
-        if before_init(self):  # a plain attribute until `__init__` decides it
-            set_early(self, "predownload", value)
-            return
-        self._ss_config = dataclasses.replace(self._ss_config, predownload=value)
-
-    @property
-    def epoch_seed_change(self) -> bool:
-        """Whether the sample choice changes every epoch (balanced sampling with shuffle)."""
-        return self._ss_config.order.epoch_seed_change
-
-    @property
-    def next_epoch(self) -> int:
-        return int(self._next_epoch.get())
-
-    @next_epoch.setter
-    def next_epoch(self, value: int) -> None:
-        self._next_epoch.set(value)
-
-    @property
-    def cache_usage(self) -> int:
-        return int(self._ss_cache.usage.get())
-
-    @cache_usage.setter
-    def cache_usage(self, value: int) -> None:
-        self._ss_cache.usage.set(value)
 
     # ------------------------------------------------------------------------- random access
 
