@@ -4,6 +4,7 @@ bad column encoding; each says what happened and loses nothing it accepted."""
 from __future__ import annotations
 
 import gc
+import json
 import threading
 import warnings
 
@@ -104,3 +105,25 @@ def test_a_finished_or_unused_writer_dropped_is_quiet(tmp_path, finished) -> Non
         warnings.simplefilter("error")
         del writer
         gc.collect()
+
+
+@pytest.mark.parametrize(("given", "stored", "dtype", "shape"), [
+    ("ndarray:i4", "ndarray:int32", np.int32, (2, 3)),
+    ("ndarray:<u2:2,3", "ndarray:uint16:2,3", np.uint16, (2, 3)),
+    ("ndarray:f8:6", "ndarray:float64:6", np.float64, (6,)),
+    ("ndarray:int32:2,3", "ndarray:int32:2,3", np.int32, (2, 3)),  # canonical: kept as given
+])
+def test_an_ndarray_dtype_alias_is_written_canonical(tmp_path, given, stored, dtype,
+                                                     shape) -> None:
+    # The reference reads an ndarray dtype by its canonical name only ('ndarray:i4' fails its
+    # assert), so the index must name it so for the files to open there.
+    values = [np.arange(6, dtype=dtype).reshape(shape) + i for i in range(3)]
+    with MDSWriter(out=str(tmp_path), columns={"x": given}) as writer:
+        for value in values:
+            writer.write({"x": value})
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert index["shards"][0]["column_encodings"] == [stored]
+    dataset = LocalDataset(local=str(tmp_path))
+    for i, value in enumerate(values):
+        got = dataset[i]["x"]
+        assert got.dtype == np.dtype(dtype) and np.array_equal(got, value)

@@ -134,6 +134,20 @@ class NDArray(Encoding):
             raise EncodingConfigError(f"Bad shape {args[1]!r}: {err}.") from err
         return cls(dtype, shape)
 
+    def stored_name(self, given: str) -> str:
+        """The column-encoding string to write in index.json for `given` (one naming `self`).
+
+        We accept any spelling numpy reads as one of the 11 dtypes (`'ndarray:i4'`,
+        `'ndarray:<u2:3'`); the reference reads the dtype by its canonical name only, so the
+        name is written canonical and files stay readable there. A canonical `given` is kept
+        exactly as written (its bytes are then the reference's).
+        """
+        head, _, rest = given.partition(":")
+        dtype_text, sep, shape_text = rest.partition(":")
+        if self.dtype is None or dtype_text == self.dtype:
+            return given
+        return f"{head}:{self.dtype}{sep}{shape_text}"
+
     def encode(self, obj: np.ndarray) -> bytes:
         self._validate(obj, np.ndarray)
         if self._le is not None and obj.dtype == self._le:  # the common case: no name lookup

@@ -49,7 +49,9 @@ def plan_columns(columns: dict[str, str]) -> list[_Column]:
                 f"MDSWriter passed column `{name}` with encoding `{encoding}` is unsupported. "
                 f"Supported encodings are {{{known}}}" + (f" ({why})" if why else "")
             ) from None
-        plan.append(_Column(name, coder.encode, coder.size, encoding))
+        stored = getattr(coder, "stored_name", None)  # (a dtype alias, written canonical)
+        plan.append(_Column(name, coder.encode, coder.size,
+                            encoding if stored is None else stored(encoding)))
     return plan
 
 
