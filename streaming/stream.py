@@ -25,16 +25,12 @@ from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import list_files
 from streaming.format.shard_readers import ShardReaders, build_readers
 from streaming.format.shard_table import TABLE_MIN_SHARDS, ShardTable, table_file_size
-from streaming.order.weighting import (
-    StreamWeights,
-    apply_weights,
-    check_stream_weights,
-    validate_weights,
-)
+from streaming.order.weighting import StreamWeights, check_stream_weights
 from streaming.plugins import TypedRegistry, create_registry
 from streaming.storage import open_store
 from streaming.storage.local import names_directory
 from streaming.storage.transfer import fetch
+from streaming.stream_weights import WeightViews
 
 if TYPE_CHECKING:
     from streaming.format.reader import Reader
@@ -44,7 +40,7 @@ __all__ = ["Stream", "streams_registry"]
 
 _DEFAULTS = StreamDefaults()  # a stream's knobs when neither it nor a dataset sets them
 
-class Stream:
+class Stream(WeightViews):
     """A dataset, or one of several mixed sources of a dataset.
 
     Args:
@@ -163,77 +159,6 @@ class Stream:
             self.validate_hash = default["validate_hash"] or None
         self._inherited = {name: default[name]
                            for name in ("download_retry", "download_timeout", "keep_zip")}
-
-    # ------------------------------------------------------------------------------------ weights
-
-    def _weight(self, name: str) -> Any:
-        for weights in (self.derived_weights, self.given_weights):
-            value = getattr(weights, name) if weights is not None else None
-            if value is not None:
-                return value
-        raise AttributeError(f"This Stream has no `{name}`: none was given, and a "
-                             "StreamingDataset derives it when built.")
-
-    def _set_weight(self, name: str, value: Any) -> None:
-        if self.derived_weights is not None:
-            self.derived_weights = self.derived_weights._replace(**{name: value})
-        else:
-            self.given_weights = self.given_weights._replace(**{name: value})
-
-    @property
-    def proportion(self) -> float:
-        return float(self._weight("proportion"))
-
-    @proportion.setter
-    def proportion(self, value: float) -> None:
-        self._set_weight("proportion", value)
-
-    @property
-    def repeat(self) -> float:
-        return float(self._weight("repeat"))
-
-    @repeat.setter
-    def repeat(self, value: float) -> None:
-        self._set_weight("repeat", value)
-
-    @property
-    def choose(self) -> int:
-        return int(self._weight("choose"))
-
-    @choose.setter
-    def choose(self, value: int) -> None:
-        self._set_weight("choose", value)
-
-    @property
-    def _proportion(self) -> float | None:
-        """The constructor's value (the reference's private name)."""
-        return self.given_weights.proportion
-
-    @property
-    def _repeat(self) -> float | None:
-        return self.given_weights.repeat
-
-    @property
-    def _choose(self) -> int | None:
-        return self.given_weights.choose
-
-    @classmethod
-    def validate_weights(cls, streams: Sequence[Stream]) -> tuple[bool, bool]:
-        """Check the streams agree on a weighting kind: (is_proportional, is_unspecified)."""
-        return validate_weights([stream.given_weights for stream in streams])
-
-    @classmethod
-    def apply_weights(cls, streams: Sequence[Stream], samples_per_stream: np.ndarray,
-                      choose_per_epoch: int | None, seed: int) -> int:
-        """Derive every stream's proportion, repeat and choose; return the epoch size.
-
-        Records the derived weights on each stream (the reference sets them as attributes).
-        """
-        derived, epoch_size = apply_weights([stream.given_weights for stream in streams],
-                                            samples_per_stream, choose_per_epoch, seed)
-        for stream, weights in zip(streams, derived):
-            stream.derived_weights = weights
-        return epoch_size
 
     # ------------------------------------------------------------------------------------- paths
 

@@ -16,8 +16,8 @@ LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retri
           "allocator", "lazy_names"}
 PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", "dataset_doc",
          "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration"}
-COMPOSITION = {"stream", "dataset", "dataset_setup", "dataset_cache", "dataset_lifecycle", "dataset_views",
-               "loader", "loader_batched", "local"}
+COMPOSITION = {"stream", "stream_weights", "dataset", "dataset_setup", "dataset_cache",
+               "dataset_lifecycle", "dataset_views", "loader", "loader_batched", "local"}
 TOP = {"merge", "convert", "cli", "__main__"}
 COMPAT = {"base", "vision", "text", "multimodal"}
 
