@@ -24,6 +24,7 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".
                     ".pgm")
 _FORMAT_OF_EXTENSION = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png"}
 _FILES_PER_TASK = 2000
+_MIN_FILES_PER_TASK = 64
 
 
 def list_image_folder(root: str, extensions: Sequence[str] = IMAGE_EXTENSIONS
@@ -134,7 +135,10 @@ def imagefolder_to_mds(root: str, out: Any, *, image_column: str = "x", label_co
         _warn_lossless_to_jpeg(files, chosen=image_encoding is not None)
     columns = {image_column: encoding, label_column: "int"}
     workers = num_workers if num_workers is not None else os.cpu_count() or 1
-    per_task = max(1, min(files_per_task, -(-len(files) // max(1, 4 * workers))))
+    # Work for every process (4 tasks each, so a slow one does not hold the end), but never
+    # sub-datasets of a handful of images: each is a folder, an index and a shard of its own.
+    balanced = -(-len(files) // (4 * workers)) if workers > 1 else len(files)
+    per_task = max(1, min(files_per_task, max(balanced, _MIN_FILES_PER_TASK)))
     tasks = [(tuple(files[i:i + per_task]), encoding, image_column, label_column)
              for i in range(0, len(files), per_task)]
     result = run_tasks(tasks, _write_files, out, columns=columns, num_workers=num_workers,

@@ -104,3 +104,18 @@ def test_image_folder_goes_by_the_bytes_not_the_name(tmp_path: Any) -> None:
     with open(tmp_path / "out" / "shard.00000.mds", "rb") as file:
         data = file.read()
     assert real in data and b"\x89PNG" not in data
+
+
+@pytest.mark.parametrize(("files", "workers", "parts"), [(5, 0, 0), (5, 2, 0), (200, 2, 4)])
+def test_image_folder_tasks_are_never_a_handful_of_images(tmp_path: Any, files: int,
+                                                          workers: int, parts: int) -> None:
+    """A small folder used to become one sub-dataset (folder, index, shard) per image or two."""
+    root = tmp_path / "imgs"
+    (root / "cat").mkdir(parents=True)
+    data = _image_bytes("JPEG", 10)
+    for i in range(files):
+        (root / "cat" / f"{i:03}.jpg").write_bytes(data)
+    result = imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=workers)
+    assert result.samples == files
+    assert len(list((tmp_path / "out").glob("part-*"))) == parts
+    assert len(read_back(str(tmp_path / "out"))) == files
