@@ -187,8 +187,8 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
             loader.close()  # workers gone: every count is in
             metrics = ds.metrics()
             timeline.append(_point(metrics, wall))
-            sizes = ds.shards.max_bytes
-            raw = sizes.sum() / max(int(ds.samples_per_shard.sum()), 1)
+            sizes = ds.shards.fetch_bytes  # what a request per shard moves
+            raw = ds.shards.raw_bytes.sum() / max(int(ds.samples_per_shard.sum()), 1)
         finally:
             ds.close()
     report = {"dataset": dataset, "workers": workers, "cpus": cpus,

@@ -82,6 +82,18 @@ class _Part:
             return self.table.max_bytes
         return np.array([r.get_max_size() for r in self.readers or ()], np.int64)
 
+    def raw_bytes(self) -> NDArray[np.int64]:
+        if self.table is not None:
+            return self.table.raw_bytes
+        return np.array([r.get_raw_size() for r in self.readers or ()], np.int64)
+
+    def fetch_bytes(self) -> NDArray[np.int64]:
+        if self.table is not None:
+            zipped = self.table.zip_bytes
+            return np.where(zipped >= 0, zipped, self.table.raw_bytes)
+        return np.array([r.get_zip_size() or r.get_raw_size() for r in self.readers or ()],
+                        np.int64)
+
 
 class ShardReaders(Sequence["Reader"]):
     """Every shard's reader in global shard order, each built the first time it is asked for.
@@ -216,6 +228,16 @@ class ShardReaders(Sequence["Reader"]):
     def max_bytes(self) -> NDArray[np.int64]:
         """Bytes per shard while both forms are resident (int64), without building readers."""
         return np.concatenate([p.max_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
+
+    @property
+    def raw_bytes(self) -> NDArray[np.int64]:
+        """Bytes of each shard's raw form, which readers read (int64)."""
+        return np.concatenate([p.raw_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
+
+    @property
+    def fetch_bytes(self) -> NDArray[np.int64]:
+        """Bytes a fetch of each shard moves (its compressed form if it has one), int64."""
+        return np.concatenate([p.fetch_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
 
     @property
     def table(self) -> ShardTable:

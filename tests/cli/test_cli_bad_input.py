@@ -123,6 +123,14 @@ def test_doctor_leaves_a_local_compressed_dataset_as_it_was(cli: Callable,
     run = cli("doctor", data, "--batch-size", "4", "--batches", "30")
     assert run.code == 0, run.err
     assert sorted(os.listdir(data)) == before  # no decompressed copy left beside each shard
+    report = cli("doctor", data, "--batch-size", "4", "--batches", "30", "--json").json()
+    index = json.load(open(os.path.join(data, "index.json")))
+    zipped = [shard["zip_data"]["bytes"] for shard in index["shards"]]
+    raw = sum(shard["raw_data"]["bytes"] for shard in index["shards"])
+    # What a request per shard moves (the zip), and what readers read per sample (raw bytes):
+    # both used to count raw + zip.
+    assert report["shard_bytes_mean"] == pytest.approx(sum(zipped) / len(zipped))
+    assert report["sample_bytes_mean"] == pytest.approx(raw / 200)
 
 
 def test_an_index_framing_a_column_at_another_size_than_its_encoding_is_caught(
