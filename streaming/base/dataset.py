@@ -6,6 +6,10 @@ handed to subclasses that work ahead of the reader (see `streaming.multimodal.we
 
 from __future__ import annotations
 
+import enum
+
+import numpy as np
+
 from streaming.base._compat import EpochCursor as _Iterator
 from streaming.base.constant import (
     BARRIER,
@@ -20,9 +24,24 @@ from streaming.base.constant import (
     SHARD_STATES,
     TICK,
 )
+from streaming.coord.states import ShardState as _ShardState
 from streaming.dataset import StreamingDataset
+from streaming.defaults import DEFAULT_TIMEOUT
 
 # The shared-memory names the reference's dataset module imported (code reads them from here).
 __all__ = ["BARRIER", "BARRIER_FILELOCK", "CACHE_FILELOCK", "CACHE_USAGE", "EPOCH_DATA",
            "EPOCH_SHAPE", "NEXT_EPOCH", "RESUME", "SHARD_ACCESS_TIMES", "SHARD_STATES", "TICK",
-           "StreamingDataset", "_Iterator"]
+           "StreamingDataset", "_Iterator", "DEFAULT_TIMEOUT", "NEVER", "_ShardState",
+           "_IterState"]
+
+#: The reference's "never accessed" shard time (the largest uint64).
+NEVER = int(np.iinfo(np.uint64).max)
+
+
+class _IterState(enum.IntEnum):
+    """The reference's states of a dataset's background thread (kept for code that names them;
+    this package's threads do not use them)."""
+
+    ITERATING = 0
+    EXITING = 1
+    EXITED = 2

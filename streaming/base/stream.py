@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from streaming.base.constant import TICK
 from streaming.stream import Stream, streams_registry
 
-__all__ = ["Stream", "streams_registry"]
+__all__ = ["TICK", "Stream", "streams_registry"]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from streaming.base.constant import TICK  # (imported here by the reference too)
 from streaming.base.shared.array import SharedArray
 from streaming.coord.lock import FileLock
 from streaming.coord.wait import Deadline, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 
-__all__ = ["TIMEOUT", "SharedBarrier"]
+__all__ = ["TICK", "TIMEOUT", "SharedBarrier"]
 
 # Seconds one call may wait for the other processes before raising CoordinationError.
 TIMEOUT = NODE_WAIT_TIMEOUT
