@@ -13,7 +13,7 @@ import bisect
 import operator
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
@@ -219,25 +219,29 @@ class ShardReaders(Sequence["Reader"]):
         """The shard ids of the readers made so far (each may hold a mapping)."""
         return [shard for shard, reader in enumerate(self._built) if reader is not None]
 
+    def _per_shard(self, of_part: Callable[[_Part], NDArray[np.int64]]) -> NDArray[np.int64]:
+        return np.concatenate([of_part(p) for p in self._parts] or [np.zeros(0, np.int64)])
+
+    # Per-shard int64 arrays, from the tables without building readers.
     @property
     def samples(self) -> NDArray[np.int64]:
-        """Samples per shard (int64), without building readers."""
-        return np.concatenate([p.samples() for p in self._parts] or [np.zeros(0, np.int64)])
+        """Samples per shard."""
+        return self._per_shard(_Part.samples)
 
     @property
     def max_bytes(self) -> NDArray[np.int64]:
-        """Bytes per shard while both forms are resident (int64), without building readers."""
-        return np.concatenate([p.max_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
+        """Bytes per shard while both forms are resident."""
+        return self._per_shard(_Part.max_bytes)
 
     @property
     def raw_bytes(self) -> NDArray[np.int64]:
-        """Bytes of each shard's raw form, which readers read (int64)."""
-        return np.concatenate([p.raw_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
+        """Bytes of each shard's raw form, which readers read."""
+        return self._per_shard(_Part.raw_bytes)
 
     @property
     def fetch_bytes(self) -> NDArray[np.int64]:
-        """Bytes a fetch of each shard moves (its compressed form if it has one), int64."""
-        return np.concatenate([p.fetch_bytes() for p in self._parts] or [np.zeros(0, np.int64)])
+        """Bytes a fetch of each shard moves (its compressed form if it has one)."""
+        return self._per_shard(_Part.fetch_bytes)
 
     @property
     def table(self) -> ShardTable:
