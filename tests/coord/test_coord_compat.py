@@ -143,6 +143,34 @@ def test_get_shm_prefix_reused_dirs(tmp_path) -> None:
     s2.cleanup()
 
 
+def test_get_shm_prefix_takes_another_when_a_job_registers_it_first(tmp_path) -> None:
+    """Another job creating the prefix found free between our scan and our create used to be a
+    FileExistsError (seen with the reference running beside the suite); alone, we scan again."""
+    from streaming.base.shared import prefix as module
+
+    real = module._check_and_find_retrying
+    taken: list[SharedMemory] = []
+
+    def scan_then_lose_the_race(local, remote, shm_name, retry):
+        found = real(local, remote, shm_name, retry)
+        if not taken and shm_name == constant.LOCALS:
+            data = _pack_locals([str(tmp_path / "theirs")], found)
+            other = SharedMemory(f"{found:06}_{constant.LOCALS}", True, len(data))
+            other.buf[:len(data)] = data
+            taken.append(other)
+        return found
+
+    with patch.object(module, "_check_and_find_retrying", scan_then_lose_the_race):
+        prefix, shm = get_shm_prefix([str(tmp_path / "ours")], [None], Leader())
+    try:
+        lost = int(taken[0].name.split("_")[0])
+        assert prefix > lost and shm.name == f"{prefix:06}_locals"
+        assert _unpack_locals(bytes(shm.buf)) == ([str(tmp_path / "ours")], prefix)
+    finally:
+        shm.cleanup()
+        taken[0].cleanup()
+
+
 def test_shared_memory_create_attach_cleanup_and_pickle() -> None:
     name = _name("mem")
     created = SharedMemory(name, True, 16, auto_cleanup=False)

@@ -128,10 +128,14 @@ def _check_and_find_retrying(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _dist_barrier() -> None:
+def _distributed() -> bool:
     dist = sys.modules.get("torch.distributed")  # never import torch just to find it unused
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.barrier()
+    return dist is not None and dist.is_available() and dist.is_initialized()
+
+
+def _dist_barrier() -> None:
+    if _distributed():
+        sys.modules["torch.distributed"].barrier()
 
 
 def get_shm_prefix(
@@ -153,17 +157,29 @@ def get_shm_prefix(
         RuntimeError: The local leader registered something else.
     """
     _check_self(streams_local)
-    prefix_int = max(
-        _check_and_find_retrying(streams_local, streams_remote, name, retry)
-        for name in SHM_TO_CLEAN
-    )
+
+    def find() -> int:
+        return max(_check_and_find_retrying(streams_local, streams_remote, name, retry)
+                   for name in SHM_TO_CLEAN)
+
+    prefix_int = find()
     _dist_barrier()
-    name = _get_path(prefix_int, LOCALS)
     leader = bool(getattr(world, "is_local_leader", True))
     if leader:
-        data = _pack_locals(streams_local, prefix_int)
-        shm = SharedMemory(name, True, len(data))
+        for attempt in range(retry + 1):
+            data = _pack_locals(streams_local, prefix_int)
+            try:
+                shm = SharedMemory(_get_path(prefix_int, LOCALS), True, len(data))
+                break
+            except FileExistsError:
+                # Another job registered this prefix between our scan and our create. Alone
+                # (no process group) we scan again; the reference failed here. With one, the
+                # other ranks already hold this prefix, so it is an error for every rank.
+                if _distributed() or attempt == retry:
+                    raise
+                prefix_int = find()
         shm.buf[: len(data)] = data
+    name = _get_path(prefix_int, LOCALS)
     _dist_barrier()
     if not leader:
         try:
