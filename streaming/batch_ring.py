@@ -18,7 +18,8 @@ Lifetime: the loader's process unlinks a slot's name as soon as it maps it (both
 valid). A worker does not unlink its slots when it exits: torch stops a worker whose data ran
 out while the loader may still hold that worker's last batch, delivered out of order, and map
 its slot afterwards. A slot the loader never mapped (a loader abandoned before its first
-batches, a killed worker) is unlinked by the loader's process once the workers are gone: by
+batches, a killed worker) is unlinked by the loader's process once the workers are gone: at the
+end of an epoch without persistent workers (or when the loop leaves it), by
 `StreamingDataLoader.close()`, and at exit after multiprocessing stopped the workers (every slot
 name starts with a prefix the loader's ring chose). Failing both (the loader's process was
 killed too), the next dataset's start or `streaming clean` removes blocks of ours that no live
@@ -149,11 +150,35 @@ class WorkerRing:
             unlink_block(block.name)
             self._blocks[slot] = None
         name = f"{self.prefix}{secrets.token_hex(4)}_ring{slot}"
+        size = max(_MIN_SLOT, size + size // 4)
+        _check_room(size)
         # Not unlinked when this worker exits: the loader may still hold one of its batches
         # (delivered out of order) and map the slot after the worker is gone; it unlinks it.
-        block = ShmBlock.create(name, max(_MIN_SLOT, size + size // 4), reserve=True)
+        block = ShmBlock.create(name, size, reserve=True)
         self._blocks[slot] = block
         return block
+
+
+_SHM_DIR = "/dev/shm"
+
+
+def _check_room(size: int) -> None:
+    """Refuse (ENOSPC) a slot that would leave less than half of /dev/shm free.
+
+    The slots are made once and kept, so they must not take the room torch's own transport
+    (the fallback, and every other loader's) needs: in Docker's default 64 MiB, two workers'
+    rings of 6.4 MB batches (4 slots of 8 MB each) filled it and a later batch failed in
+    torch with "unable to allocate shared memory". Where /dev/shm cannot be measured (another
+    OS), nothing is checked.
+    """
+    try:
+        stat = os.statvfs(_SHM_DIR)
+    except OSError:
+        return
+    free, total = stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize
+    if free - size < total // 2:
+        raise OSError(errno.ENOSPC, f"a {size}-byte slot would leave less than half of "
+                      f"{_SHM_DIR} free ({free} of {total} bytes free)")
 
 
 _shm_warned = False
@@ -164,9 +189,10 @@ def _warn_shm_full(size: int, err: OSError) -> None:
     global _shm_warned
     if not _shm_warned:
         _shm_warned = True
-        log.warning("/dev/shm has no room for a batch of %d bytes (%s); batches go through "
-                    "torch's own transport instead, which is slower. In a container, give it "
-                    "more shared memory (docker run --shm-size=1g).", size, err)
+        log.warning("/dev/shm has no room for a ring slot for a batch of %d bytes (%s); "
+                    "batches go through torch's own transport instead, which is slower. In a "
+                    "container, give it more shared memory (docker run --shm-size=1g).",
+                    size, err)
 
 
 def _blob_column(value: Any) -> tuple[list[Any], tuple[int, ...], bool] | None:

@@ -228,6 +228,13 @@ class StreamingDataLoader(DataLoader):
             yield from self._timed(pending, counters)
         finally:
             self.iterating -= 1
+            if not self.iterating and not self.persistent_workers:
+                # The epoch ended or the loop left it (`break`, `next(iter(loader))`): these
+                # workers are done. Stop them now and free their ring slots, the mapped and
+                # the in flight: left to the garbage collector, each early exit kept ~3
+                # batches per worker in /dev/shm until `close()`, and two epochs' slots
+                # coexisted (Docker's 64 MiB /dev/shm then failed an epoch).
+                self._stop_workers()
 
     def _timed(self, pending: Iterator[Any], counters: Any) -> Iterator[Any]:
         """`pending`'s batches, counted; an error stops the workers first."""
