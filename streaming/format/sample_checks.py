@@ -8,16 +8,18 @@ from typing import Any
 
 from streaming.errors import StreamingError
 
-__all__ = ["MissingColumnError", "check_columns", "column_value_error"]
+__all__ = ["VALUE_ERRORS", "MissingColumnError", "check_columns", "column_value_error"]
 
-_PLAIN_VALUE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError)
+#: What encoding a bad value raises (OSError: Pillow's, for an image it cannot save in a format,
+#: "cannot write mode PA as PNG"); a writer catches these to name the column.
+VALUE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, OSError)
 
 
 def column_value_error(err: Exception, name: str, encoding: str) -> Exception:
     """`err`, raised encoding column `name`'s value, as the same plain exception type naming
     the column (an encoding's own message does not say which of a sample's columns it was);
     errors of other types come back as they are."""
-    if type(err) not in _PLAIN_VALUE_ERRORS:
+    if type(err) not in VALUE_ERRORS:
         return err
     return type(err)(f"Column {name!r} ({encoding}): {err}")
 

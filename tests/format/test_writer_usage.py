@@ -127,3 +127,31 @@ def test_an_ndarray_dtype_alias_is_written_canonical(tmp_path, given, stored, dt
     for i, value in enumerate(values):
         got = dataset[i]["x"]
         assert got.dtype == np.dtype(dtype) and np.array_equal(got, value)
+
+
+def test_values_the_reference_wrote_unreadably_or_leaked(tmp_path) -> None:
+    """A masked array stores its fill value in the masked slots (as the reference's bytes), not
+    the values hidden under the mask; `True` in a `str_int` column is stored as 1 (the
+    reference wrote b'True', which no reader decodes)."""
+    masked = np.ma.masked_array(np.array([1.0, 2.0, 3.0], np.float32), mask=[False, True, False])
+    with MDSWriter(out=str(tmp_path), columns={"a": "ndarray:float32", "n": "str_int"}) as out:
+        out.write({"a": masked, "n": True})
+        out.write({"a": np.zeros(2, np.float32), "n": False})
+    dataset = LocalDataset(local=str(tmp_path))
+    assert dataset[0]["a"].tolist() == [1.0, np.float32(1e20), 3.0]
+    assert (dataset[0]["n"], dataset[1]["n"]) == (1, 0)
+
+
+def test_a_numpy_scalar_in_an_ndarray_column_is_a_value_error(tmp_path) -> None:
+    with MDSWriter(out=str(tmp_path), columns={"a": "ndarray"}) as out:
+        with pytest.raises(ValueError, match="Column 'a' .*scalar with NDArray encoding"):
+            out.write({"a": np.int32(5)})
+        out.write({"a": np.arange(3)})
+
+
+def test_an_image_pillow_cannot_save_names_its_column(tmp_path) -> None:
+    from PIL import Image
+
+    with MDSWriter(out=str(tmp_path), columns={"img": "jpeg"}) as out:
+        with pytest.raises(OSError, match="Column 'img' .jpeg.: cannot write mode RGBA as JPEG"):
+            out.write({"img": Image.new("RGBA", (4, 4))})

@@ -149,7 +149,8 @@ class NDArray(Encoding):
         return f"{head}:{self.dtype}{sep}{shape_text}"
 
     def encode(self, obj: np.ndarray) -> bytes:
-        self._validate(obj, np.ndarray)
+        if type(obj) is not np.ndarray:
+            obj = self._array_of(obj)
         if self._le is not None and obj.dtype == self._le:  # the common case: no name lookup
             name = cast(str, self.dtype)
         else:
@@ -171,6 +172,18 @@ class NDArray(Encoding):
         # Big-endian input is converted rather than written in the wrong order.
         values = np.ascontiguousarray(obj, _LE_DTYPES[name])
         return b"".join((head, values.data)) if head else values.tobytes()
+
+    def _array_of(self, obj: Any) -> np.ndarray:
+        """The array to store for a value that is not a plain ndarray (the reference's bytes):
+        a masked array's data with the masked values filled (its `fill_value`, never the
+        values hidden under the mask); a numpy scalar is refused as a Python one is."""
+        if isinstance(obj, np.ma.MaskedArray):
+            return np.asarray(obj.filled())
+        if isinstance(obj, np.generic):
+            raise ValueError("Attempting to encode a scalar with NDArray encoding. Please use "
+                             "a scalar encoding.")
+        self._validate(obj, np.ndarray)
+        return obj
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
         if self.size is not None:  # hot path of fixed columns: no header to parse

@@ -64,6 +64,11 @@ class StrInt(StrEncoding):
 
     python_type = int
 
+    def encode(self, obj: Any) -> bytes:
+        if type(obj) is bool:  # an int, but `str(True)` is no int's text: the reference wrote
+            return b"1" if obj else b"0"  # b'True', which no reader can decode
+        return super().encode(obj)
+
 
 class StrFloat(StrEncoding):
     """A float stored as `str(value)`, e.g. b'42.0'."""

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings
-from streaming.format.sample_checks import column_value_error
+from streaming.format.sample_checks import VALUE_ERRORS, column_value_error
 from streaming.format.writer_layouts import JointWriter, uint32_offsets
 
 __all__ = ["MDSWriter"]
@@ -111,7 +111,7 @@ class MDSWriter(JointWriter):
             # QUIRK kept (mds_encode): bytes are taken as already encoded, for any encoding.
             try:
                 data = value if isinstance(value, bytes) else encode(value)
-            except (AttributeError, TypeError, ValueError, OverflowError) as err:
+            except VALUE_ERRORS as err:
                 raise column_value_error(err, name, encoding) from err
             length = len(data)
             if size is None:
