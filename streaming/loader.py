@@ -151,6 +151,11 @@ class StreamingDataLoader(DataLoader):
                       "batch_sampler": BatchSampler(self.sampler, *batching)}
             for name, value in public.items():
                 object.__setattr__(self, name, value)
+        if batching is None and self.worker_init_fn is not None and isinstance(
+                self.dataset, StreamingDataset) and self.num_workers:
+            # The user's worker start, wrapped while torch builds the iterator only (as the
+            # batched path's) so that its failure reaches the other workers (`BatchedWorkers`).
+            self._internal = {"worker_init_fn": BatchedWorkers(None, self.worker_init_fn)}
         self.batched = batching is not None
         self._ring = RingReader()  # maps the slots of workers that send through a ring
         given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)

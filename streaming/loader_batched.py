@@ -82,15 +82,29 @@ def batch_sender(arguments: dict[str, Any]) -> Any:
 
 
 class BatchedWorkers:
-    """A worker's start: switch its copy of the dataset to yielding batches, then run the
-    user's `worker_init_fn` (picklable, for spawned workers)."""
+    """A worker's start: switch its copy of the dataset to yielding batches (`batching`, unless
+    None), then run the user's `worker_init_fn` (picklable, for spawned workers).
 
-    def __init__(self, batching: tuple[int, bool], user: Any) -> None:
+    If the user's start raises, torch keeps the worker alive and answers its requests with the
+    error, but its siblings would wait for it at the epoch barrier (600 s, then a barrier
+    timeout in place of the user's error): the failure is noted for them first, so they give
+    up within the barrier's grace period (~10 s) naming it.
+    """
+
+    def __init__(self, batching: tuple[int, bool] | None, user: Any) -> None:
         self.batching, self.user = batching, user
 
     def __call__(self, worker_id: int) -> None:
         info = get_worker_info()
-        if info is not None and isinstance(info.dataset, StreamingDataset):
-            info.dataset._loader_batches = self.batching
-        if self.user is not None:
+        dataset = info.dataset if info is not None else None
+        if isinstance(dataset, StreamingDataset) and self.batching is not None:
+            dataset._loader_batches = self.batching
+        if self.user is None:
+            return
+        try:
             self.user(worker_id)
+        except BaseException as err:
+            namespace = getattr(dataset, "_ss_namespace", None)
+            if isinstance(dataset, StreamingDataset) and namespace is not None:
+                namespace.note_failed_start(f"{type(err).__name__}: {err} (worker {worker_id})")
+            raise

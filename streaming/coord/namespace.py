@@ -33,9 +33,10 @@ from streaming.coord.records import (
     Record,
     holder_entry,
     live_holders,
+    node_wait_message,
+    note_failed_start,
     read_record,
     registry_lock,
-    split_node_message,
     write_record,
 )
 from streaming.coord.release import Release, drain_pending
@@ -225,10 +226,15 @@ class Namespace:
         """A named cross-process lock of this namespace (file removed at teardown)."""
         return FileLock(lock_path(self.state_dir, self.name, obj), timeout or self.timeout)
 
+    def note_failed_start(self, what: str) -> None:
+        """Say that this process will never arrive at the namespace's barriers (a DataLoader
+        worker whose start failed): its peers' waits fail with `what` instead of timing out."""
+        note_failed_start(self.state_dir, self.name, identity(), what)
+
     def barrier(self, obj: str = "barrier", timeout: float = DEFAULT_BARRIER_TIMEOUT) -> Barrier:
         """A reusable barrier `obj` (see `Barrier.wait`)."""
         return Barrier(self.array(obj, np.int64, BARRIER_SLOTS), self.lock(obj), timeout,
-                       stranded=functools.partial(split_node_message, self.state_dir, self.name))
+                       stranded=functools.partial(node_wait_message, self.state_dir, self.name))
 
     def claims(
         self, num_shards: int, obj: str = "shard", *, initial: ShardState = ShardState.REMOTE

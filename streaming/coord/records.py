@@ -25,9 +25,12 @@ __all__ = [
     "Record",
     "add_local_user",
     "ensure_state_dir",
+    "failed_start_message",
     "holder_entry",
     "live_holders",
     "local_users",
+    "node_wait_message",
+    "note_failed_start",
     "prune_local_index",
     "read_record",
     "reclaim",
@@ -148,6 +151,34 @@ def split_node_message(state_dir: str, namespace: str) -> str | None:
             "like.")
 
 
+def _failed_start_path(state_dir: str, namespace: str) -> str:
+    return os.path.join(state_dir, f"{namespace}.failed-start")  # (not *.json: no record)
+
+
+def note_failed_start(state_dir: str, namespace: str, who: Identity, what: str) -> None:
+    """Record that process `who` of `namespace` will never take part in its epochs (its
+    DataLoader worker's `worker_init_fn` raised `what`), for `failed_start_message`."""
+    _write_json(_failed_start_path(state_dir, namespace),
+                {"pid": who[0], "start": who[1], "what": what})
+
+
+def failed_start_message(state_dir: str, namespace: str) -> str | None:
+    """Why a node-wide wait in `namespace` cannot fill, when a DataLoader worker whose start
+    failed is still alive (torch keeps it, answering every request with its error, while its
+    siblings wait for it at the epoch barrier); else None. A note of a dead process is stale."""
+    note = _read_json(_failed_start_path(state_dir, namespace))
+    if not note or not is_alive(int(note.get("pid", 0)), int(note.get("start", 0))):
+        return None
+    return (f"DataLoader worker process {note['pid']} never started reading: its "
+            f"worker_init_fn raised {note.get('what')}")
+
+
+def node_wait_message(state_dir: str, namespace: str) -> str | None:
+    """Why a node-wide wait in `namespace` cannot fill, if it can be told (see the two above)."""
+    return (failed_start_message(state_dir, namespace)
+            or split_node_message(state_dir, namespace))
+
+
 def reclaim(state_dir: str, record: Record) -> list[str]:
     """Remove everything a namespace left behind; returns what was removed.
 
@@ -162,9 +193,9 @@ def reclaim(state_dir: str, record: Record) -> list[str]:
     for path in glob.glob(os.path.join(glob.escape(state_dir), f"{record.name}.*.lock")):
         if discard(path):
             removed.append(path)
-    path = record_path(state_dir, record.name)
-    if discard(path):
-        removed.append(path)
+    for path in (_failed_start_path(state_dir, record.name), record_path(state_dir, record.name)):
+        if discard(path):
+            removed.append(path)
     return removed
 
 

@@ -157,6 +157,38 @@ def test_a_loader_rebuilt_from_its_attributes_reads_the_same(ints30, cache_dir,
     loader.close()
 
 
+def _second_worker_fails_to_start(worker_id: int) -> None:
+    if worker_id == 1:
+        raise RuntimeError("no GPU for worker 1")
+
+
+def _own_collate(samples: list) -> list:
+    return [sample["v"] for sample in samples]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collate", [None, _own_collate], ids=["batched", "own collate"])
+def test_a_worker_whose_start_fails_fails_the_epoch_naming_it(ints30, cache_dir,
+                                                              collate) -> None:
+    """Its sibling waited for it at the epoch barrier for 600 s, then raised a barrier timeout
+    that never named the user's error (the reference hangs forever). Now the failed start is
+    noted, and the wait gives up after its ~10 s grace period, naming it."""
+    from streaming.coord.barrier import STRANDED_GRACE
+
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=2, collate_fn=collate,
+                                 worker_init_fn=_second_worker_fails_to_start)
+    assert loader.worker_init_fn is _second_worker_fails_to_start  # (wrapped only in torch's)
+    start = time.monotonic()
+    with pytest.raises(Exception, match="worker_init_fn raised RuntimeError: no GPU for worker "
+                                        "1"):
+        for _ in loader:
+            pass
+    assert time.monotonic() - start < 20 * STRANDED_GRACE  # not the 600 s barrier deadline
+    loader.close()
+    ds.close()
+
+
 ORPHAN = """
 import os, sys, time
 from streaming import StreamingDataLoader, StreamingDataset
