@@ -15,7 +15,7 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     ├── UnsafeTypeError (ValueError)         a pickle column without allow_unsafe_types=True
     ├── MissingDependencyError (ImportError) an optional package is needed; says what to install
     ├── CoordinationError (RuntimeError)     a node-local wait (barrier, lock, peer) timed out
-    │   └── PublishedFailure (ValueError)    coord.board: the node's leader could not plan
+    │   └── PublishedFailure (ValueError)    the leader could not plan (also its builtin type)
     ├── RemoteUnreachableError (ConnectionError) a store's server refused or never answered
     ├── ConnectionDroppedError (ConnectionResetError) a transfer's connection was cut mid-way
     ├── TransferStalledError (TimeoutError)  no byte arrived for the stall timeout

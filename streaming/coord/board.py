@@ -8,6 +8,7 @@ the previous block; views already handed out stay valid until dropped.
 
 from __future__ import annotations
 
+import builtins
 import math
 import os
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,44 @@ _FAILED = -1  # `_NDIM` of a published failure: the block holds its message, UTF
 class PublishedFailure(CoordinationError, ValueError):
     """What the publisher of a board failed with, raised in every reader of that generation.
     A `ValueError` too: the planner's own errors (a bad batching or sampling setting) are."""
+
+
+_FAILURE_PREFIX = "PublishedFailure_"
+
+
+def _failure_class(builtin: type[Exception]) -> type[PublishedFailure]:
+    """`PublishedFailure` that is also a `builtin`, made once and kept in this module's
+    namespace under `PublishedFailure_<name>`, so that it pickles by name (torch sends a
+    worker's error class to the loader's process, which makes it too: `__getattr__`)."""
+    name = f"{_FAILURE_PREFIX}{builtin.__name__}"
+    cls = globals().get(name)
+    if cls is None:
+        try:
+            cls = type(name, (PublishedFailure, builtin),
+                       {"__str__": Exception.__str__, "__module__": __name__})
+        except TypeError:  # a builtin whose layout cannot be combined (OSError...)
+            cls = PublishedFailure
+        globals()[name] = cls
+    return cls
+
+
+def __getattr__(name: str) -> Any:
+    builtin = getattr(builtins, name[len(_FAILURE_PREFIX):], None)
+    if name.startswith(_FAILURE_PREFIX) and isinstance(builtin, type) and issubclass(
+            builtin, Exception):
+        return _failure_class(builtin)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def published_failure(text: str) -> PublishedFailure:
+    """The `PublishedFailure` for the publisher's `"<Type>: <message>"`; when `<Type>` is a
+    builtin exception, also an instance of it, so every rank of the node raises what an
+    `except KeyError:` on the leader catches (only the leader raises the original)."""
+    builtin = getattr(builtins, text.split(":", 1)[0], None)
+    if not (isinstance(builtin, type) and issubclass(builtin, Exception)) or issubclass(
+            PublishedFailure, builtin):
+        return PublishedFailure(text)
+    return _failure_class(builtin)(text)
 
 
 class PlanBoard:
@@ -114,7 +153,7 @@ class PlanBoard:
             block = self._block(generation, math.prod(shape) * 8)
         if failed:
             text = bytes(block.buf).decode("utf-8", "replace").rstrip() if block else ""
-            raise PublishedFailure(text)
+            raise published_failure(text)
         if block is None:
             empty = np.empty(shape, np.int64)
             empty.flags.writeable = False

@@ -441,3 +441,26 @@ def test_a_published_failure_is_raised_by_its_readers(coord_tmp: str, message: s
         assert str(caught.value) == message and isinstance(caught.value, ValueError)
         assert board.publish(np.arange(4)) == 3  # the next epoch's plan, as usual
         assert board.read(min_generation=3).tolist() == [0, 1, 2, 3]
+
+
+def test_a_published_failure_is_also_the_leaders_builtin_type(coord_tmp: str) -> None:
+    """Only the leader raises its planning error itself; the other ranks of its node raised a
+    `PublishedFailure` that `except KeyError:` did not catch. It is now both, and pickles by
+    name (torch sends a worker's error class to the loader's process)."""
+    import pickle
+
+    from streaming.coord.board import PublishedFailure
+
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        board = ns.board()
+        board.publish_failure("KeyError: 'py1x'")
+        with pytest.raises(KeyError) as caught:
+            board.read(min_generation=1, timeout=5)
+    failure = caught.value
+    assert isinstance(failure, PublishedFailure) and str(failure) == "KeyError: 'py1x'"
+    again = pickle.loads(pickle.dumps(failure))
+    assert type(again) is type(failure) and str(again) == str(failure)
+    script = "import pickle, sys; print(type(pickle.loads(sys.stdin.buffer.read())).__mro__[1])"
+    out = subprocess.run([sys.executable, "-c", script], input=pickle.dumps(failure),
+                         capture_output=True, check=True)
+    assert b"PublishedFailure" in out.stdout  # made on demand in a new process
