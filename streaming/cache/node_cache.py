@@ -24,6 +24,7 @@ import numpy as np
 from streaming.cache.epoch_uses import EpochUses, Locate
 from streaming.cache.eviction import CacheFullError, choose_evictions, future_aware_policy
 from streaming.cache.node_metrics import NodeMetrics
+from streaming.cache.pinning import PinnedShards
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.cache.reading_slot import IN_USE_SLOTS, ReadingSlot
 from streaming.coord import Event, Namespace, Outcome, ShardState
@@ -56,7 +57,7 @@ class _ShardInfo:
     has_remote: np.ndarray  # bool: can be fetched again after eviction
 
 
-class NodeCache(NodeMetrics):
+class NodeCache(PinnedShards, NodeMetrics):
     """Prepare, account for and evict shards on behalf of every process of a node."""
 
     def __init__(self, namespace: Namespace, shards: Sequence[Reader],
@@ -342,45 +343,6 @@ class NodeCache(NodeMetrics):
         if usage < 0:
             raise RuntimeError(f"Negative cache usage: {usage}.")
         self.usage.set(usage)
-
-    def pin(self, shard_ids: Sequence[int] | np.ndarray, index_bytes: int,
-            fetch: bool = True) -> None:
-        """Keep shards resident, for every process of the node; with `fetch`, fetch them now.
-
-        Raises:
-            ValueError: an id out of range, or, with a cache limit, the pinned shards and the
-                shards whose only copy is local, plus the largest other shard, would not fit;
-                nothing is pinned then.
-        """
-        shards = np.unique(np.asarray(shard_ids, np.int64))
-        if len(shards) and (shards[0] < 0 or shards[-1] >= len(self.shards)):
-            raise ValueError(f"Shard ids must be in [0, {len(self.shards)}), got "
-                             f"{shards.tolist()}.")
-        with self.claims.lock:
-            pinned = self.pinned.numpy()
-            wanted = pinned.astype(bool)
-            wanted[shards] = True
-            if self.cache_limit is not None:
-                kept = wanted | ~self.info.has_remote
-                others = self.info.cache_bytes[~kept]
-                need = index_bytes + int(self.info.cache_bytes[kept].sum()) + (
-                    int(others.max()) if len(others) else 0)
-                if need > self.cache_limit:
-                    raise ValueError(
-                        f"Cannot pin {len(shards)} shards: the cache limit ({self.cache_limit} "
-                        f"bytes) would have to hold {need} bytes (pinned shards, shards whose "
-                        f"only copy is local, the index and the largest other shard). Raise "
-                        f"`cache_limit` by at least {need - self.cache_limit} bytes or pin "
-                        f"fewer shards.")
-            pinned[shards] = 1
-        if fetch:
-            for shard in shards.tolist():
-                self.prepare(shard)
-
-    def unpin(self, shards: np.ndarray) -> None:
-        """Let `shards` be evicted again."""
-        with self.claims.lock:
-            self.pinned.numpy()[shards] = 0
 
     def evict(self, shard: int) -> None:
         """Delete a shard's files from the cache and mark it remote."""
