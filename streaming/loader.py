@@ -22,7 +22,7 @@ from torch.utils.data import BatchSampler, DataLoader
 from streaming.batch_ring import RingBatch, RingReader
 from streaming.collate import collate_samples
 from streaming.dataset import StreamingDataset
-from streaming.loader_batched import BatchedWorkers, batch_sender, batched_path, own_collate
+from streaming.loader_batched import WorkerStart, batch_sender, batched_path, own_collate
 from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
 
@@ -139,7 +139,7 @@ class StreamingDataLoader(DataLoader):
             given = bound.arguments
             user_init = given.get("worker_init_fn")
             given.update(batch_size=None, drop_last=False, collate_fn=batch_sender(given),
-                         worker_init_fn=BatchedWorkers(batching, user_init))
+                         worker_init_fn=WorkerStart(batching, user_init))
             super().__init__(*bound.args[1:], **bound.kwargs)
             object.__setattr__(self, "batch_size", batching[0])
             object.__setattr__(self, "drop_last", batching[1])
@@ -154,8 +154,8 @@ class StreamingDataLoader(DataLoader):
         if batching is None and self.worker_init_fn is not None and isinstance(
                 self.dataset, StreamingDataset) and self.num_workers:
             # The user's worker start, wrapped while torch builds the iterator only (as the
-            # batched path's) so that its failure reaches the other workers (`BatchedWorkers`).
-            self._internal = {"worker_init_fn": BatchedWorkers(None, self.worker_init_fn)}
+            # batched path's) so that its failure reaches the other workers (`WorkerStart`).
+            self._internal = {"worker_init_fn": WorkerStart(None, self.worker_init_fn)}
         self.batched = batching is not None
         self._ring = RingReader()  # maps the slots of workers that send through a ring
         given_fn = kwargs.get("collate_fn", args[6] if len(args) > 6 else None)

@@ -18,7 +18,7 @@ from streaming.batch_ring import WorkerRing
 from streaming.collate import collate_columns
 from streaming.dataset import StreamingDataset, own_sample_read
 
-__all__ = ["BatchedWorkers", "batch_sender", "batched_path", "own_collate", "pins_batches"]
+__all__ = ["WorkerStart", "batch_sender", "batched_path", "own_collate", "pins_batches"]
 
 
 def own_collate(collate_fn: Any) -> bool:
@@ -81,7 +81,7 @@ def batch_sender(arguments: dict[str, Any]) -> Any:
     return WorkerRing(prefetch + 2)
 
 
-class BatchedWorkers:
+class WorkerStart:
     """A worker's start: switch its copy of the dataset to yielding batches (`batching`, unless
     None), then run the user's `worker_init_fn` (picklable, for spawned workers).
 

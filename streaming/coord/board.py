@@ -56,10 +56,14 @@ def _failure_class(builtin: type[Exception]) -> type[PublishedFailure]:
     return cls
 
 
+def _builtin_exception(name: str) -> type[Exception] | None:
+    found = getattr(builtins, name, None)
+    return found if isinstance(found, type) and issubclass(found, Exception) else None
+
+
 def __getattr__(name: str) -> Any:
-    builtin = getattr(builtins, name[len(_FAILURE_PREFIX):], None)
-    if name.startswith(_FAILURE_PREFIX) and isinstance(builtin, type) and issubclass(
-            builtin, Exception):
+    builtin = _builtin_exception(name[len(_FAILURE_PREFIX):])
+    if name.startswith(_FAILURE_PREFIX) and builtin is not None:
         return _failure_class(builtin)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -68,9 +72,8 @@ def published_failure(text: str) -> PublishedFailure:
     """The `PublishedFailure` for the publisher's `"<Type>: <message>"`; when `<Type>` is a
     builtin exception, also an instance of it, so every rank of the node raises what an
     `except KeyError:` on the leader catches (only the leader raises the original)."""
-    builtin = getattr(builtins, text.split(":", 1)[0], None)
-    if not (isinstance(builtin, type) and issubclass(builtin, Exception)) or issubclass(
-            PublishedFailure, builtin):
+    builtin = _builtin_exception(text.split(":", 1)[0])
+    if builtin is None or issubclass(PublishedFailure, builtin):
         return PublishedFailure(text)
     return _failure_class(builtin)(text)
 
