@@ -7,7 +7,8 @@ that catches `ValueError`, `RuntimeError` or `FileNotFoundError` keeps working::
     StreamingError
     ├── IndexFormatError (ValueError)        index.json malformed, truncated or wrong version
     │   └── UnsafePathError                  a basename that is absolute or climbs out with '..'
-    ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent
+    ├── ShardFormatError (ValueError)        a shard file that is truncated or inconsistent (also
+    │                                        the decoder's own type, e.g. UnicodeDecodeError)
     │   └── ShardSizeMismatchError (FileNotFoundError) a cached file of another size than indexed
     ├── ShardUnavailableError (FileNotFoundError) a shard neither cached nor at its remote
     ├── HashMismatchError (ValueError)       a file's digest is not the index's ("Checksum failure")
@@ -29,6 +30,7 @@ Defined next to the code that raises them (and deriving from `StreamingError` al
 
     LevelError (ValueError, AssertionError)          format.compression: a level out of range
     EncodingConfigError (ValueError, AssertionError) format.encodings: a bad encoding string
+    UnstorableImageError (ValueError, OSError)       format.encodings: an image PNG cannot hold
     ObjectNotFoundError (FileNotFoundError)          storage: no such object; names the URL
     AccessDeniedError (PermissionError)              storage: the server refused; names the URL
     SinkError                                        storage.sink: a writer's upload failed
@@ -46,6 +48,12 @@ Warnings::
 """
 
 from __future__ import annotations
+
+import builtins
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 
 class StreamingError(Exception):
@@ -142,6 +150,76 @@ class UnsupportedColumnError(StreamingError, TypeError, AssertionError):
 class ReservedCharacterError(StreamingError, ValueError, AssertionError):
     """A CSV/TSV column name or value holding the separator or the newline (the reference's
     bare assert, so also an `AssertionError`)."""
+
+
+_E = TypeVar("_E", bound=StreamingError)
+
+# Exception types of the standard library (beside the builtins) that a decode step raises and
+# that user code may catch: `json.loads` of a JSON column or a JSONL line.
+_STDLIB_ERRORS: dict[str, type[Exception]] = {"JSONDecodeError": json.JSONDecodeError}
+
+
+def _known_error(name: str) -> type[Exception] | None:
+    found = getattr(builtins, name, None) or _STDLIB_ERRORS.get(name)
+    return found if isinstance(found, type) and issubclass(found, Exception) else None
+
+
+def also_as(base: type[_E], other: type[BaseException]) -> type[_E]:
+    """`base` that is also `other` (a builtin or a stdlib error such as `JSONDecodeError`), so
+    that an ``except UnicodeDecodeError:`` written for the reference still catches our
+    `ShardFormatError` of the same cause. Made once per pair and kept in `base`'s module as
+    ``<Base>_<Other>``, so it pickles by name (torch sends a worker's error class to the
+    loader's process; that module's `__getattr__`, from `combined_lookup`, makes it there).
+    `base` itself when the two cannot be combined (an `ExceptionGroup` needs two arguments).
+    Only for a `base` whose module's `__getattr__` is `combined_lookup`'s (else the class
+    would not unpickle in a new process)."""
+    if _known_error(other.__name__) is not other or issubclass(base, other):
+        return base
+    module = sys.modules[base.__module__]
+    name = f"{base.__name__}_{other.__name__}"
+    cls = module.__dict__.get(name)
+    if cls is None:
+        try:
+            # Exception's __init__ and __str__: one message argument (torch re-raises a
+            # worker's error as `type(err)(message)`), never the other type's fields.
+            cls = type(name, (base, other), {"__init__": Exception.__init__,
+                                             "__str__": Exception.__str__,
+                                             "__module__": base.__module__})
+            cls("probe")
+        except TypeError:
+            cls = base
+        setattr(module, name, cls)
+    return cls
+
+
+def caused_by(base: type[_E], message: str, cause: BaseException) -> _E:
+    """A `base` error with `message` that is also the type of `cause` (see `also_as`) and
+    carries its attributes (`pos` of a `JSONDecodeError`, `start` of a `UnicodeDecodeError`)."""
+    error = also_as(base, type(cause))(message)
+    if type(error) is not base:
+        for attr in ("encoding", "object", "start", "end", "reason"):  # C-level fields
+            if hasattr(cause, attr):
+                setattr(error, attr, getattr(cause, attr))
+        error.__dict__.update(getattr(cause, "__dict__", {}))
+    return error
+
+
+def combined_lookup(*bases: type[StreamingError]) -> Callable[[str], Any]:
+    """A module `__getattr__` that makes the ``<Base>_<Other>`` classes of `also_as` for the
+    `bases` defined in that module, on demand (unpickling in a new process)."""
+    module = bases[0].__module__
+
+    def __getattr__(name: str) -> Any:
+        for base in bases:
+            other = _known_error(name[len(base.__name__) + 1:])
+            if name.startswith(f"{base.__name__}_") and other is not None:
+                return also_as(base, other)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = combined_lookup(ShardFormatError)
 
 
 class RemoteUnavailableWarning(UserWarning):

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from streaming.coord.shm import ShmBlock
 from streaming.coord.wait import wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
-from streaming.errors import CoordinationError
+from streaming.errors import CoordinationError, also_as, combined_lookup
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
@@ -37,45 +37,17 @@ class PublishedFailure(CoordinationError, ValueError):
     A `ValueError` too: the planner's own errors (a bad batching or sampling setting) are."""
 
 
-_FAILURE_PREFIX = "PublishedFailure_"
-
-
-def _failure_class(builtin: type[Exception]) -> type[PublishedFailure]:
-    """`PublishedFailure` that is also a `builtin`, made once and kept in this module's
-    namespace under `PublishedFailure_<name>`, so that it pickles by name (torch sends a
-    worker's error class to the loader's process, which makes it too: `__getattr__`)."""
-    name = f"{_FAILURE_PREFIX}{builtin.__name__}"
-    cls = globals().get(name)
-    if cls is None:
-        try:
-            cls = type(name, (PublishedFailure, builtin),
-                       {"__str__": Exception.__str__, "__module__": __name__})
-        except TypeError:  # a builtin whose layout cannot be combined (OSError...)
-            cls = PublishedFailure
-        globals()[name] = cls
-    return cls
-
-
-def _builtin_exception(name: str) -> type[Exception] | None:
-    found = getattr(builtins, name, None)
-    return found if isinstance(found, type) and issubclass(found, Exception) else None
-
-
-def __getattr__(name: str) -> Any:
-    builtin = _builtin_exception(name[len(_FAILURE_PREFIX):])
-    if name.startswith(_FAILURE_PREFIX) and builtin is not None:
-        return _failure_class(builtin)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = combined_lookup(PublishedFailure)
 
 
 def published_failure(text: str) -> PublishedFailure:
     """The `PublishedFailure` for the publisher's `"<Type>: <message>"`; when `<Type>` is a
     builtin exception, also an instance of it, so every rank of the node raises what an
     `except KeyError:` on the leader catches (only the leader raises the original)."""
-    builtin = _builtin_exception(text.split(":", 1)[0])
-    if builtin is None or issubclass(PublishedFailure, builtin):
+    builtin = getattr(builtins, text.split(":", 1)[0], None)
+    if not (isinstance(builtin, type) and issubclass(builtin, BaseException)):
         return PublishedFailure(text)
-    return _failure_class(builtin)(text)
+    return also_as(PublishedFailure, builtin)(text)
 
 
 class PlanBoard:

@@ -21,6 +21,7 @@ from streaming.errors import (
     ShardFormatError,
     ShardSizeMismatchError,
     StreamingError,
+    caused_by,
 )
 from streaming.format.fileio import open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
@@ -248,8 +249,13 @@ class Reader(Array, ABC):
                 f"Relative sample index {idx} is not present in the {basename} file."
             )
 
-    def _corrupt(self, info: FileInfo, problem: str) -> ShardFormatError:
-        return ShardFormatError(f"Shard file {self._path(info)} is corrupted: {problem}")
+    def _corrupt(self, info: FileInfo, problem: str,
+                 cause: BaseException | None = None) -> ShardFormatError:
+        """The error for a corrupt shard file; with `cause` (a decoder's own error), also of
+        its type, as the reference let it through (`caused_by`)."""
+        message = f"Shard file {self._path(info)} is corrupted: {problem}"
+        return ShardFormatError(message) if cause is None else caused_by(
+            ShardFormatError, message, cause)
 
     def _check_size(self, info: FileInfo, size: int) -> None:
         """Refuse a file of another size than its index entry's before reading any of it: a
@@ -296,9 +302,9 @@ class Reader(Array, ABC):
     def undecodable(self, idx: int, err: BaseException) -> ShardFormatError:
         """The error for sample `idx` whose bytes do not decode (a corrupt shard file)."""
         first = str(err).strip().split("\n", 1)[0]
-        return ShardFormatError(
-            f"Sample {idx} of shard file {self._path(self.file_pairs[-1][0])} cannot be "
-            f"decoded: {type(err).__name__}: {first}")
+        return caused_by(ShardFormatError,
+                         f"Sample {idx} of shard file {self._path(self.file_pairs[-1][0])} "
+                         f"cannot be decoded: {type(err).__name__}: {first}", err)
 
     def undecodable_run(self, start: int, stop: int | None,
                         err: BaseException) -> ShardFormatError:
@@ -306,9 +312,10 @@ class Reader(Array, ABC):
         paths do not track the sample, so the message names the run."""
         first = str(err).strip().split("\n", 1)[0]
         last = (self.samples if stop is None else min(stop, self.samples)) - 1
-        return ShardFormatError(
-            f"A sample in {start}..{last} of shard file {self._path(self.file_pairs[-1][0])} "
-            f"cannot be decoded: {type(err).__name__}: {first}")
+        return caused_by(ShardFormatError,
+                         f"A sample in {start}..{last} of shard file "
+                         f"{self._path(self.file_pairs[-1][0])} cannot be decoded: "
+                         f"{type(err).__name__}: {first}", err)
 
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
         """Decode samples ``start..stop-1`` in order (formats override with batched paths).

@@ -16,12 +16,15 @@ VALUE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, OSError)
 
 
 def column_value_error(err: Exception, name: str, encoding: str) -> Exception:
-    """`err`, raised encoding column `name`'s value, as the same plain exception type naming
+    """`err`, raised encoding column `name`'s value, as the same exception type naming
     the column (an encoding's own message does not say which of a sample's columns it was);
     errors of other types come back as they are."""
-    if type(err) not in VALUE_ERRORS:
+    if not isinstance(err, VALUE_ERRORS):
         return err
-    return type(err)(f"Column {name!r} ({encoding}): {err}")
+    try:
+        return type(err)(f"Column {name!r} ({encoding}): {err}")
+    except TypeError:  # a type made from more than a message (UnicodeEncodeError)
+        return err
 
 
 class MissingColumnError(StreamingError, KeyError):

@@ -3,7 +3,7 @@ the reference's rules and messages."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from streaming.format.compression import is_compression
 from streaming.hashing import is_hash
@@ -26,6 +26,9 @@ def parse_hashes(hashes: Sequence[str] | None) -> list[str]:
     if isinstance(hashes, (str, bytes)):  # its letters would be checked as names
         raise ValueError(f"Hashes must be a list of algorithm names, such as [{hashes!r}]; "
                          f"got the string {hashes!r}.")
+    if not isinstance(hashes, Iterable):  # a TypeError, as `sorted(5)` in the reference
+        raise TypeError(f"Hashes must be a list of algorithm names, such as ['sha1', 'xxh64']; "
+                        f"got {hashes!r} ({type(hashes).__name__}).")
     if list(hashes) != sorted(hashes):
         raise ValueError("Hashes must be unique and in sorted order.")
     for algo in hashes:

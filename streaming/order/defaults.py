@@ -17,7 +17,8 @@ from streaming.errors import NotAnIntegerError
 __all__ = [
     "BATCHING_METHODS", "SAMPLING_METHODS", "algorithm",
     "check_batching_method", "check_epoch_size", "check_whole",
-    "check_sampling_granularity", "check_sampling_method", "check_shuffle_seed",
+    "check_sampling_granularity", "check_sampling_method", "check_shuffle_block_size",
+    "check_shuffle_seed",
     "resolve_num_canonical_nodes", "resolve_predownload", "resolve_shuffle_block_size",
 ]
 
@@ -88,6 +89,28 @@ def resolve_predownload(predownload: int | None, batch_size: int | None) -> int 
     if predownload is None:
         return 8 * batch_size if batch_size is not None else 64
     return predownload
+
+
+# Shuffles that cut the epoch into blocks of `shuffle_block_size` samples.
+_BLOCK_SHUFFLES = ('py1b', 'py1br', 'py1e')
+
+
+def check_shuffle_block_size(shuffle: bool, shuffle_algo: str, shuffle_block_size: Any) -> None:
+    """Checked when an epoch is planned (the reference's moment; it may be resolved lazily).
+
+    Raises:
+        TypeError: shuffling with a block size that is not an int (the reference's check).
+        ValueError: a block shuffle with a block size below 1 (numpy's "high <= 0" in the
+            reference, or an endless range).
+    """
+    if not shuffle:
+        return
+    if not isinstance(shuffle_block_size, int):
+        raise TypeError(f'Dataset `shuffle_block_size` must be an integer. Got '
+                        f'{type(shuffle_block_size)} instead.')
+    if shuffle_algo in _BLOCK_SHUFFLES and shuffle_block_size < 1:
+        raise ValueError(f'`shuffle_block_size` must be a positive number of samples for '
+                         f'shuffle_algo {shuffle_algo!r}, but got: {shuffle_block_size}.')
 
 
 def check_sampling_method(sampling_method: str) -> None:

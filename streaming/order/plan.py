@@ -28,6 +28,7 @@ from streaming.order.defaults import (
     check_epoch_size,
     check_sampling_granularity,
     check_sampling_method,
+    check_shuffle_block_size,
     check_shuffle_seed,
     check_whole,
     resolve_num_canonical_nodes,
@@ -191,16 +192,15 @@ def plan_config(options: OrderOptions, streams: StreamTable,
     Raises:
         RuntimeError: the resolution has no canonical node count (not resolved yet).
         ValueError: no batch size.
-        TypeError: shuffling without an int block size.
+        TypeError, ValueError: shuffling without a usable block size
+            (`check_shuffle_block_size`).
     """
     if resolution.num_canonical_nodes is None:
         raise RuntimeError("`num_canonical_nodes` can never be None. Provide a positive integer.")
     if not isinstance(options.batch_size, int):
         raise ValueError(NEED_BATCH_SIZE)
     block = resolution.shuffle_block_size
-    if options.shuffle and not isinstance(block, int):
-        raise TypeError(f"Dataset `shuffle_block_size` must be an integer. Got {type(block)} "
-                        "instead.")
+    check_shuffle_block_size(options.shuffle, options.shuffle_algo, block)
     return PlanConfig(
         layout=streams.layout,
         proportions=tuple(float(w.proportion) for w in streams.weights),  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from decimal import Decimal
 from io import BytesIO
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+from streaming import MDSWriter
 from streaming.format.encodings import get_encoding, mds_decode, mds_encode
 
 VALUE_DTYPES = (
@@ -164,6 +166,12 @@ def test_png_stores_32_bit_grey_as_16_bit() -> None:
     np.testing.assert_array_equal(np.asarray(decoded.convert("I")), pixels)
     with pytest.raises(ValueError, match="outside 0..65535"):
         mds_encode("png", Image.fromarray(pixels * 2, mode="I"))
+    # Also the OSError of Pillow's own refusal, which the reference let through; a writer
+    # names the column.
+    with tempfile.TemporaryDirectory() as out, pytest.raises(
+            OSError, match=r"Column 'im' \(png\): PNG holds 16-bit grey"):
+        with MDSWriter(out=out, columns={"im": "png"}) as writer:
+            writer.write({"im": Image.fromarray(pixels * 2, mode="I")})
 
 
 @settings(max_examples=15, deadline=None)

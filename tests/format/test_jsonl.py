@@ -139,10 +139,15 @@ def test_empty_shard_from_the_oversize_quirk(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("damage, kind", [
-    (lambda data: data.replace(b'{"a": 2}', b'{"a": \xff}'), "UnicodeDecodeError"),
-    (lambda data: data.replace(b'{"a": 2}\n{"a": 3}', b'{"a": 2}{"a": 3}\n'), "JSONDecodeError"),
+    (lambda data: data.replace(b'{"a": 2}', b'{"a": \xff}'), UnicodeDecodeError),
+    (lambda data: data.replace(b'{"a": 2}\n{"a": 3}', b'{"a": 2}{"a": 3}\n'),
+     json.JSONDecodeError),
 ], ids=["invalid-utf8", "two-records-on-one-line"])
-def test_corrupt_lines_name_the_file_and_sample(tmp_path, damage, kind: str) -> None:
+def test_corrupt_lines_name_the_file_and_sample(tmp_path, damage, kind: type) -> None:
+    """Our error names the file and sample, and is also the decoder's own type (which the
+    reference let through), here and out of a loader's worker process."""
+    from streaming import StreamingDataLoader, StreamingDataset
+
     with JSONWriter(columns={"a": "int"}, out=str(tmp_path)) as writer:
         for i in range(5):
             writer.write({"a": i})
@@ -150,10 +155,16 @@ def test_corrupt_lines_name_the_file_and_sample(tmp_path, damage, kind: str) -> 
     path.write_bytes(damage(path.read_bytes()))
     reader = load_readers(str(tmp_path))[0]
     for read in (lambda: reader.get_item(2), lambda: list(reader)):
-        with pytest.raises(ShardFormatError, match=rf"Sample 2 of shard file .*shard.00000.json "
-                                                   rf"cannot be decoded: {kind}"):
+        with pytest.raises(kind, match=rf"Sample 2 of shard file .*shard.00000.json "
+                                       rf"cannot be decoded: {kind.__name__}") as caught:
             read()
+        assert isinstance(caught.value, ShardFormatError)
     assert reader.get_item(0) == {"a": 0}  # the rest of the shard still reads
+    loader = StreamingDataLoader(StreamingDataset(local=str(tmp_path), batch_size=5),
+                                 batch_size=5, num_workers=1)
+    with pytest.raises(kind, match="shard.00000.json") as caught:
+        list(loader)
+    assert isinstance(caught.value, ShardFormatError)
 
 
 def test_a_newline_that_is_not_a_string_is_refused_at_once(tmp_path) -> None:

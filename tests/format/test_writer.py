@@ -37,6 +37,7 @@ def write_all(out: object, n: int = 50, **kwargs: object) -> MDSWriter:
         ({"compression": "snappy:1"}, ValueError, "Invalid compression: snappy:1."),
         ({"hashes": ["sha1", "md5"]}, ValueError, r"^Hashes must be unique and in sorted order\.$"),
         ({"hashes": ["md5", "nope"]}, ValueError, r"^Invalid hash: nope\.$"),
+        ({"hashes": 5}, TypeError, r"^Hashes must be a list of algorithm names, .* got 5 \(int\)"),
         ({"size_limit": -5}, ValueError,
          r"^`size_limit` must be greater than zero, instead, found as -5\.$"),
         ({"size_limit": 2**32}, ValueError, "must be less than 2\\*\\*32, instead, found as "

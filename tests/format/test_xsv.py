@@ -58,6 +58,9 @@ def test_separator_and_newline_checks(tmp_path) -> None:
         CSVWriter(columns={"a,b": "str"}, out=str(tmp_path / "x"))
     with pytest.raises(TypeError, match="CSVWriter passed column `a` with encoding `bytes`"):
         CSVWriter(columns={"a": "bytes"}, out=str(tmp_path / "x"))
+    for empty in ({"separator": ""}, {"separator": ",", "newline": ""}):  # the reference's
+        with pytest.raises(AssertionError, match="must be non-empty"):  # assert, and ours
+            XSVWriter(columns={"a": "str"}, out=str(tmp_path / "x"), **empty)
     assert not (tmp_path / "x").exists()
     writer = TSVWriter(columns={"a": "str"}, out=str(tmp_path / "y"))
     for bad in ("tab\there", "new\nline"):

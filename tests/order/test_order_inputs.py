@@ -154,6 +154,30 @@ def test_dataset_preconditions() -> None:
         generate_work('random', dataset, W1, 0, 0)
 
 
+@pytest.mark.parametrize("algo", ["py1b", "py1br", "py1e"])
+@pytest.mark.parametrize("block", [0, -3])
+def test_a_block_shuffle_needs_a_positive_block(algo: str, block: int, tmp_path) -> None:
+    """The reference met numpy's "high <= 0" (py1b looped on `range(0, n, 0)`); the shard
+    shuffles and naive ignore the block size, as there."""
+    from streaming import MDSWriter, StreamingDataset
+
+    dataset = fake_dataset([[5] * 6], batch_size=4, shuffle=True, shuffle_algo=algo,
+                           shuffle_block_size=block)
+    message = r"^`shuffle_block_size` must be a positive number of samples for shuffle_algo "
+    with pytest.raises(ValueError, match=message + rf"'{algo}', but got: {block}\.$"):
+        generate_work('random', dataset, W1, 0, 0)
+    with MDSWriter(out=str(tmp_path), columns={"a": "int"}) as writer:
+        for i in range(10):
+            writer.write({"a": i})
+    with pytest.raises(ValueError, match=message):
+        list(StreamingDataset(local=str(tmp_path), shuffle=True, shuffle_algo=algo,
+                              shuffle_block_size=block, batch_size=2))
+    for algo in ("naive", "py1s", "py2s"):
+        got = StreamingDataset(local=str(tmp_path), shuffle=True, shuffle_algo=algo,
+                               shuffle_block_size=block, batch_size=2)
+        assert {s["a"] for s in got} == set(range(10))  # py1s/py2s pad 64 canonical nodes
+
+
 def test_defaults() -> None:
     assert resolve_num_canonical_nodes(None, 'py1e', 3) == 3
     assert resolve_num_canonical_nodes(0, 'py1s', 2) == 128

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.order.batching import Planner
+from streaming.order.defaults import check_shuffle_block_size
 from streaming.order.plan import NEED_BATCH_SIZE
 from streaming.order.plan_config import PlanConfig
 from streaming.order.resample import StreamLayout
@@ -40,16 +41,14 @@ def plan_config_of(dataset: Any) -> PlanConfig:
     Raises:
         RuntimeError: `num_canonical_nodes` is None (defaults not resolved yet).
         ValueError: `batch_size` is not an int.
-        TypeError: shuffling with a `shuffle_block_size` that is not an int.
+        TypeError, ValueError: shuffling without a usable `shuffle_block_size`.
     """
     if dataset.num_canonical_nodes is None:
         raise RuntimeError('`num_canonical_nodes` can never be None. Provide a positive '
                            'integer.')
     if not isinstance(dataset.batch_size, int):
         raise ValueError(NEED_BATCH_SIZE)
-    if dataset.shuffle and not isinstance(dataset.shuffle_block_size, int):
-        raise TypeError(f'Dataset `shuffle_block_size` must be an integer. Got '
-                        f'{type(dataset.shuffle_block_size)} instead.')
+    check_shuffle_block_size(dataset.shuffle, dataset.shuffle_algo, dataset.shuffle_block_size)
     layout = StreamLayout(*(np.asarray(getattr(dataset, name), np.int64) for name in _LAYOUT))
     return PlanConfig(
         layout=layout,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from io import BytesIO
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from streaming.errors import MissingDependencyError, ShardFormatError
+from streaming.errors import MissingDependencyError, ShardFormatError, StreamingError
 from streaming.format.encodings._framing import frame_count, pack_frames, unpack_frames
 from streaming.format.encodings.base import Encoding
 from streaming.format.encodings.table import register_encoding
@@ -19,7 +19,7 @@ from streaming.format.encodings.table import register_encoding
 if TYPE_CHECKING:  # pragma: no cover
     from PIL.Image import Image as PILImage
 
-__all__ = ["JPEG", "JPEGArray", "PIL", "PNG"]
+__all__ = ["JPEG", "JPEGArray", "PIL", "PNG", "UnstorableImageError"]
 
 _PIL_HEADER = struct.Struct("<3I")  # width, height, len(mode)
 
@@ -95,6 +95,11 @@ class JPEG(_SavedImage):
         return super().encode(obj)
 
 
+class UnstorableImageError(StreamingError, ValueError, OSError):
+    """An image a format cannot hold without loss. Also an `OSError`: Pillow's own refusal
+    ("cannot write mode I as PNG"), which the reference let through, is one."""
+
+
 class PNG(_SavedImage):
     """PNG bytes (lossless).
 
@@ -117,7 +122,7 @@ def _as_16_bit_grey(image: PILImage) -> PILImage:
 
     pixels = np.asarray(image)
     if pixels.size and (pixels.min() < 0 or pixels.max() > 0xFFFF):
-        raise ValueError(f"PNG holds 16-bit grey at most; this mode 'I' image has values "
+        raise UnstorableImageError(f"PNG holds 16-bit grey at most; this mode 'I' image has values "
                          f"{pixels.min()}..{pixels.max()}, outside 0..65535. Use the 'pil' "
                          "encoding (raw pixels) to keep them")
     return image.convert("I;16")

@@ -33,7 +33,8 @@ from streaming.format.mds.read_plan import Column
 __all__ = ["as_samples", "gather_rows", "named_errors", "gather_varied", "takeable",
            "undecodable", "uniform_block", "varied_block"]
 
-Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
+# The error naming the shard file and the problem (and the decoder's own error, when one was).
+Corrupt = Callable[..., ShardFormatError]
 # The error naming the shard file and the run of samples a decoder's own error was met in.
 Undecodable = Callable[[BaseException], ShardFormatError]
 Layout = Sequence[tuple[Column, int, int]]  # (column, position in the row, size)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
 from streaming.errors import ShardFormatError
-from streaming.format.mds.gather import undecodable
+from streaming.format.mds.gather import Corrupt, undecodable
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
 from streaming.format.mds.read_plan import (
     DECODE,
@@ -35,7 +35,6 @@ from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
 
 __all__ = ["buffered_samples", "pread_samples"]
 
-Corrupt = Callable[[str], ShardFormatError]  # the error naming the shard file and the problem
 
 
 def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
@@ -87,7 +86,7 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     except ShardFormatError:
         raise
     except ValueError as err:  # a value that does not decode (bad UTF-8, JSON...)
-        raise corrupt(undecodable(err)) from err
+        raise corrupt(undecodable(err), err) from err
     finally:
         os.close(fd)
 
@@ -145,6 +144,6 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     except ShardFormatError:
         raise
     except ValueError as err:  # a value that does not decode (bad UTF-8, JSON...)
-        raise corrupt(undecodable(err)) from err
+        raise corrupt(undecodable(err), err) from err
     finally:
         os.close(fd)

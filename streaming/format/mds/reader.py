@@ -290,7 +290,7 @@ class MDSReader(JointReader):
         except ShardFormatError:
             raise
         except (ValueError, struct.error) as err:  # a decoder's own: bad UTF-8, JSON...
-            raise corrupt(undecodable(err)) from err
+            raise corrupt(undecodable(err), err) from err
 
     def _uniform_rows(self, state: _Mapped) -> _Rows | None:
         """The shard's rows and their shared layout, or None if sample layouts differ."""

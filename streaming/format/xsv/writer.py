@@ -41,7 +41,7 @@ class XSVWriter(SplitWriter):
                  size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
         check_text_columns(type(self).__name__, columns, is_xsv_encoding)
         if not separator or not newline:
-            raise ValueError("The separator and the newline must be non-empty strings.")
+            raise ReservedCharacterError("The separator and the newline must be non-empty strings.")
         for name in columns:
             _check_field(name, separator, newline, "Column name")
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
