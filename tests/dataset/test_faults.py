@@ -181,9 +181,12 @@ def test_two_jobs_on_one_cache_dir(ints30, cache_dir) -> None:
         other.kill()
 
 
-def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
+def test_sigkilled_worker_leaves_a_clean_start(make_ints, cache_dir) -> None:
+    # Enough batches that the workers cannot have queued them all (and the loop could then
+    # end without noticing their death) before they are killed, on a loaded machine too.
+    remote = make_ints(range(4000), size_limit=2000)
     local = cache_dir()
-    ds = StreamingDataset(remote=ints30, local=local, batch_size=4)
+    ds = StreamingDataset(remote=remote, local=local, batch_size=4)
     loader = StreamingDataLoader(ds, batch_size=4, num_workers=2)
     before = set(children())  # other tests may have servers running as our children
     it = iter(loader)
@@ -202,9 +205,9 @@ def test_sigkilled_worker_leaves_a_clean_start(ints30, cache_dir) -> None:
     del it, loader
     ds.close()
     del ds
-    with StreamingDataset(remote=ints30, local=local, batch_size=4) as fresh:
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as fresh:
         loader = StreamingDataLoader(fresh, batch_size=4, num_workers=2)
-        assert sorted(v for b in loader for v in b["v"].tolist()) == list(range(30))
+        assert sorted(v for b in loader for v in b["v"].tolist()) == list(range(4000))
 
 
 def _fds() -> int:
