@@ -163,6 +163,9 @@ class StreamingDataLoader(DataLoader):
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
         self.num_samples_yielded = 0
+        # `batch_size=None` (and no batch sampler): torch yields the samples one by one. The
+        # reference counted each sample's columns (`len` of its dict) or failed on an int.
+        per_item = None if self._auto_collation else 1
         dataset = self._streaming_dataset()
         if dataset is not None and isinstance(self.batch_size, int):
             dataset.adopt_batch_size(self.batch_size)  # only if it was built without one
@@ -206,6 +209,9 @@ class StreamingDataLoader(DataLoader):
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
         self.num_samples_yielded = 0
+        # `batch_size=None` (and no batch sampler): torch yields the samples one by one. The
+        # reference counted each sample's columns (`len` of its dict) or failed on an int.
+        per_item = None if self._auto_collation else 1
         dataset = self._streaming_dataset()
         if dataset is not None:
             dataset._ensure_open()  # before any worker starts (theirs would find it released)
@@ -230,7 +236,7 @@ class StreamingDataLoader(DataLoader):
                                  self._stop_workers)
         self.iterating += 1  # (a dataset in use is never closed for a new one: lifecycle)
         try:
-            yield from self._timed(pending, counters)
+            yield from self._timed(pending, counters, per_item)
         finally:
             self.iterating -= 1
             if not self.iterating and not self.persistent_workers:
@@ -241,8 +247,10 @@ class StreamingDataLoader(DataLoader):
                 # coexisted (Docker's 64 MiB /dev/shm then failed an epoch).
                 self._stop_workers()
 
-    def _timed(self, pending: Iterator[Any], counters: Any) -> Iterator[Any]:
-        """`pending`'s batches, counted; an error stops the workers first."""
+    def _timed(self, pending: Iterator[Any], counters: Any,
+               per_item: int | None) -> Iterator[Any]:
+        """`pending`'s batches, counted (each as `per_item` samples, else its length); an error
+        stops the workers first."""
         while True:
             asked = time.perf_counter()
             try:
@@ -256,7 +264,7 @@ class StreamingDataLoader(DataLoader):
                 # they released the dataset's shared memory). Persistent ones start anew.
                 self._stop_workers()
                 raise
-            self.num_samples_yielded += batch_length(batch)
+            self.num_samples_yielded += per_item or batch_length(batch)
             handed = time.perf_counter()
             if counters is not None:  # waited for this batch (counted before a `break`)...
                 counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked})

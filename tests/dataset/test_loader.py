@@ -49,6 +49,28 @@ def test_resume_mid_epoch_with_other_worker_count(ints30, cache_dir, workers_bef
     assert sorted(seen + rest) == list(range(30))
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loader_without_batches_counts_each_sample_once(ints30, cache_dir, workers) -> None:
+    """`batch_size=None`: torch hands over the samples one by one. The reference counted the
+    columns of each sample's dict (or failed on `len` of an int); the checkpoint resumes at the
+    next sample."""
+    kwargs = dict(remote=ints30, batch_size=1, shuffle=True, shuffle_block_size=10)
+    loader = StreamingDataLoader(StreamingDataset(local=cache_dir(), **kwargs), batch_size=None,
+                                 num_workers=workers)
+    seen = []
+    for sample in loader:
+        seen.append(int(sample["v"]))
+        if len(seen) == 11:
+            break
+    state = loader.state_dict()
+    assert state["sample_in_epoch"] == 11
+    resumed = StreamingDataLoader(StreamingDataset(local=cache_dir(), **kwargs),
+                                  batch_size=None, num_workers=workers)
+    resumed.load_state_dict(state)
+    rest = [int(sample["v"]) for sample in resumed]
+    assert sorted(seen + rest) == list(range(30)) and resumed.num_samples_yielded == 19
+
+
 def test_batch_size_mismatch_warns(ints30, cache_dir) -> None:
     ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
     with pytest.warns(UserWarning, match="differs from the DataLoader's batch_size"):
