@@ -163,9 +163,6 @@ class StreamingDataLoader(DataLoader):
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
         self.num_samples_yielded = 0
-        # `batch_size=None` (and no batch sampler): torch yields the samples one by one. The
-        # reference counted each sample's columns (`len` of its dict) or failed on an int.
-        per_item = None if self._auto_collation else 1
         dataset = self._streaming_dataset()
         if dataset is not None and isinstance(self.batch_size, int):
             dataset.adopt_batch_size(self.batch_size)  # only if it was built without one

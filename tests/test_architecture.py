@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version",
-          "allocator", "lazy_names"}
+          "allocator", "lazy_names", "launch_env"}
 PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", "dataset_doc",
          "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration"}
 COMPOSITION = {"stream", "stream_weights", "dataset", "dataset_setup", "dataset_cache",
@@ -24,7 +24,7 @@ COMPAT = {"base", "vision", "text", "multimodal"}
 # room -> the in-house rooms it may import (the "may import" column of docs/architecture.md).
 ALLOWED: dict[str, set[str]] = {
     **{leaf: {"errors"} for leaf in LEAVES},
-    "order": {"errors"},
+    "order": {"errors", "launch_env"},  # World.detect, the one place that reads the launch
     "storage": LEAVES,
     "coord": LEAVES,
     "format": LEAVES | {"array", "storage"},

@@ -41,6 +41,7 @@ from streaming.coord.release import drain_pending
 from streaming.coord.wait import Deadline, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import CoordinationError, ReusedLocalError
+from streaming.launch_env import launch_env
 
 __all__ = ["check_self", "open_namespace"]
 
@@ -262,7 +263,7 @@ def open_namespace(
     Args:
         locals_: Local directory of each stream.
         remotes: Remote of each stream (None entries for local-only streams).
-        env: Environment to read the job key from (default: `os.environ`, read now).
+        env: Environment to read the job key from (default: `launch_env()`, read now).
         timeout: Seconds to wait for registry and namespace locks.
         tmp: Temp dir holding the per-user state dir (default: `tempfile.gettempdir()`).
         close_own: Given the namespace of a dataset of this process in the way (with a remote,
@@ -277,7 +278,7 @@ def open_namespace(
     if len(remotes) != len(locals_):
         raise ValueError(f"Got {len(locals_)} local directories but {len(remotes)} remotes")
     check_self(locals_)
-    job = job_key(os.environ if env is None else env, os.getpid())
+    job = job_key(launch_env() if env is None else env, os.getpid())
     state_dir = ensure_state_dir(tmp)
     me = identity()
     key = namespace_name(locals_, remotes, job, os.getuid(), 0, state_dir)

@@ -101,8 +101,16 @@ class World:
 
     @classmethod
     def detect(cls) -> World:
-        """The world of the calling process: environment variables plus torch worker info."""
-        return cls.from_env(os.environ, cls._get_worker_info())
+        """The world of the calling process: the launch variables (filled in from
+        torch.distributed where a launcher left `RANK` out: `launch_env`) plus torch worker
+        info.
+
+        Raises:
+            MissingRankError: `WORLD_SIZE` above 1 with no way to tell this process's rank.
+        """
+        from streaming.launch_env import launch_env
+
+        return cls.from_env(launch_env(), cls._get_worker_info())
 
     def copy(self) -> World:
         """An independent copy with the same layout."""

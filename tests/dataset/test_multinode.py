@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 
 WORKER = os.path.join(os.path.dirname(__file__), "multinode_worker.py")
 REUSE_WORKER = os.path.join(os.path.dirname(__file__), "reuse_worker.py")
+LAUNCH_WORKER = os.path.join(os.path.dirname(__file__), "launch_worker.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NUM = 512
 
@@ -173,3 +174,38 @@ def test_a_planning_error_reaches_every_rank_of_the_node(tmp_path) -> None:
         assert raised is not None and "ValueError" in raised["types"], report
         assert "Number of samples for stream 1 is 0" in raised["text"], report
         assert report["seconds"] < 120, report  # not the node's 600 s deadline
+
+
+@pytest.mark.parametrize("before_init", [False, True])
+def test_a_launcher_without_rank_variables(remote, tmp_path, before_init: bool) -> None:
+    """Lightning's `ddp` sets WORLD_SIZE and LOCAL_RANK only. Both ranks read as rank 0 and
+    took the same half of the data, silently; now the rank and this machine's rank count come
+    from torch.distributed, and a dataset built before the process group says what to set."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_WORLD_SIZE")}
+    env.update(WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    procs, outs = [], []
+    for rank in range(2):
+        job = dict(remote=remote, cache=str(tmp_path / "cache"), rank=rank, port=port,
+                   before_init=before_init)
+        outs.append(str(tmp_path / f"launch{rank}.json"))
+        procs.append(subprocess.Popen([sys.executable, LAUNCH_WORKER, json.dumps(job), outs[-1]],
+                                      env=dict(env, LOCAL_RANK=str(rank)),
+                                      stderr=subprocess.PIPE))
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err.decode()[-3000:]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    reports = [json.load(open(out)) for out in outs]
+    if before_init:
+        for report in reports:
+            assert report["error"].startswith("MissingRankError: WORLD_SIZE is 2 but RANK is "
+                                              "not set and torch.distributed is not initialised")
+        return
+    assert [r["num_nodes"] for r in reports] == [1, 1]  # one machine: one node of two ranks
+    assert sorted(reports[0]["ids"] + reports[1]["ids"]) == list(range(NUM))
