@@ -45,26 +45,34 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     arguments (`_ss_config`, `streams`) and nothing uses it; True if it did.
 
     A notebook cell run again builds the dataset it built last time, which is still bound to
-    the cell's variable. Such a dataset that no iteration uses (of its own, or of a
-    `StreamingDataLoader` over it) is closed, with a warning, so the new one takes its place
-    (the persistent workers of its loaders are stopped first). One in use, or one built with
-    other arguments, still makes the new one fail ("Reused local directory", as in the
-    reference): two live datasets must not share a cache.
+    the cell's variable; Lightning's `reload_dataloaders_every_n_epochs` builds the dataset
+    again while it holds the last epoch's, whose loop it left after `len(loader)` batches.
+    Such a dataset is closed, with a warning, so the new one takes its place: its loaders'
+    iterations left part-way (suspended, begun by this thread) end as a new `iter()` ends the
+    one before, and their workers stop. One that another thread iterates, or one built with
+    other arguments, still makes the new one fail ("Reused local directory"): two live
+    datasets must not share a cache.
     """
     dataset = _own.get(name)
-    if dataset is None or dataset._ss_namespace.closed or dataset._ss_latest.running \
+    if dataset is None or dataset._ss_namespace.closed \
             or dataset._ss_config != config or _arguments(dataset.streams) != _arguments(streams):
         return False
     loaders = list(getattr(dataset, "_loaders", ()))
-    if any(loader.iterating for loader in loaders):
+    left = [dataset._ss_latest.as_suspended(),
+            *(loader.suspended_iterations() for loader in loaders)]
+    if not all(iterations.endable() for iterations in left):
         return False
+    ended = any(iterations.iterations for iterations in left)
+    for iterations in left:
+        iterations.end()
     for loader in loaders:  # persistent workers between epochs: stopped
         loader._stop_workers()
     if dataset._ss_namespace.holders() != [os.getpid()]:
         return False
-    log.warning("Closed this process's earlier StreamingDataset over %s (nothing was using it) "
-                "for the new one over the same directories; close datasets you are done with "
-                "(close(), or a with block).", dataset._ss_namespace.locals)
+    log.warning("Closed this process's earlier StreamingDataset over %s (%s) for the new one "
+                "over the same directories; close datasets you are done with (close(), or a "
+                "with block).", dataset._ss_namespace.locals,
+                "its iteration left part-way is ended" if ended else "nothing was using it")
     dataset.close()
     return True
 

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["LatestIteration"]
+__all__ = ["LatestIteration", "SuspendedIterations"]
 
 Begin = TypeVar("Begin")
 
@@ -66,8 +66,35 @@ class LatestIteration:
         live = self._live() if self._live is not None else None
         return live is not None and getattr(live, "gi_frame", None) is not None
 
+    def as_suspended(self) -> SuspendedIterations:
+        """The live iteration, as `SuspendedIterations` that may end it."""
+        live = self._live() if self._live is not None else None
+        return SuspendedIterations([(live, self._live_thread)] if live is not None else [])
+
     def __getstate__(self) -> dict[str, object]:
         return {}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__()  # type: ignore[misc]
+
+
+class SuspendedIterations:
+    """Generators begun and not ended, each with the thread that began it: which may be ended
+    from here (a loop left part-way: `break`, Lightning's `limit_train_batches`) and how."""
+
+    def __init__(self, iterations: list[tuple[Iterator[Any], int]]) -> None:
+        self.iterations = [(it, thread) for it, thread in iterations
+                           if getattr(it, "gi_frame", None) is not None]
+
+    def endable(self) -> bool:
+        """Whether every one was begun by this thread and none is executing (this thread is not
+        inside it; another thread's iteration is in use, not left)."""
+        here = threading.get_ident()
+        return all(thread == here and not getattr(it, "gi_running", False)
+                   for it, thread in self.iterations)
+
+    def end(self) -> None:
+        """Close each (its `finally` runs: workers stopped, slots freed); a later `next` on it
+        raises StopIteration, as for an iteration a new `iter(dataset)` ended."""
+        for it, _ in self.iterations:
+            getattr(it, "close", lambda: None)()

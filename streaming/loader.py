@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
+import threading
 import time
 import warnings
 import weakref
@@ -22,6 +23,7 @@ from torch.utils.data import BatchSampler, DataLoader
 from streaming.batch_ring import RingBatch, RingReader
 from streaming.collate import collate_samples
 from streaming.dataset import StreamingDataset
+from streaming.latest_iteration import SuspendedIterations
 from streaming.loader_batched import WorkerStart, batch_sender, batched_path, own_collate
 from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
@@ -170,6 +172,9 @@ class StreamingDataLoader(DataLoader):
         self._reporter = None if dataset is None else _node_reporter(
             dataset, metrics_path, metrics_interval, metrics_log_interval)
         self.iterating = 0  # iterations begun and not ended
+        # Each iteration's generator and the thread that made it (see `suspended_iterations`).
+        self._iterations: weakref.WeakKeyDictionary[Iterator[Any], int] = \
+            weakref.WeakKeyDictionary()
         if dataset is not None:
             dataset._track_loader(self)
 
@@ -205,6 +210,15 @@ class StreamingDataLoader(DataLoader):
         return batch_length(batch)
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
+        iteration = self._iterate()
+        self._iterations[iteration] = threading.get_ident()
+        return iteration
+
+    def suspended_iterations(self) -> SuspendedIterations:
+        """This loader's iterations begun and not ended (see `close_idle_own`)."""
+        return SuspendedIterations(list(self._iterations.items()))
+
+    def _iterate(self) -> Iterator[Any]:
         self.num_samples_yielded = 0
         # `batch_size=None` (and no batch sampler): torch yields the samples one by one. The
         # reference counted each sample's columns (`len` of its dict) or failed on an int.

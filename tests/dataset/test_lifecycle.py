@@ -115,26 +115,45 @@ def test_cyclic_garbage_is_collected_before_reused_local_directory(
     _full(again)
 
 
-def test_a_dataset_in_use_still_refuses_a_second_one(ints30: str,
-                                                     cache_dir: Callable[[], str]) -> None:
+def test_a_dataset_another_thread_iterates_still_refuses_a_second_one(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    import threading
+
     local = cache_dir()
     with StreamingDataset(remote=ints30, local=local, batch_size=2) as first:
         it = iter(first)
-        next(it)  # an iteration under way
+        started = threading.Thread(target=lambda: next(it))
+        started.start()
+        started.join()  # an iteration under way, begun by another thread
         with pytest.raises(ValueError, match="Reused local directory") as caught:
             StreamingDataset(remote=ints30, local=local, batch_size=2)
         # A public class (a traceback named the private `_SameProcess`); still a ValueError.
         assert type(caught.value) is ReusedLocalError and caught.value.same_process
         assert next(it)["v"] >= 0  # and the first one goes on
         it.close()
-        loader = StreamingDataLoader(first, batch_size=2, num_workers=1,
-                                     persistent_workers=True)
-        batches = iter(loader)
-        next(batches)  # a loader's epoch under way
-        with pytest.raises(ReusedLocalError):
-            StreamingDataset(remote=ints30, local=local, batch_size=2)
-        assert len(list(batches)) == 14
-        loader.close()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_dataset_iterated_part_way_gives_way_to_a_new_one(
+        ints30: str, cache_dir: Callable[[], str], caplog: pytest.LogCaptureFixture,
+        workers: int) -> None:
+    """Lightning's `reload_dataloaders_every_n_epochs` builds the dataset again while it holds
+    the last epoch's loader, whose loop it left after `len(loader)` batches (the reference
+    allows it). The loop left part-way ends, as a new `iter()` ends the one before, and the
+    earlier dataset is closed with a warning."""
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    loader = StreamingDataLoader(first, batch_size=2, num_workers=workers,
+                                 persistent_workers=bool(workers))
+    batches = iter(loader)
+    next(batches)  # a loader's epoch under way
+    with caplog.at_level("WARNING", logger="streaming.dataset_lifecycle"):
+        second = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert "its iteration left part-way is ended" in caplog.text
+    assert list(batches) == [] and first._ss_namespace.closed
+    assert sorted(v for b in StreamingDataLoader(second, batch_size=2, num_workers=workers)
+                  for v in b["v"].tolist()) == list(range(30))
+    second.close()
 
 
 def test_an_idle_dataset_gives_way_to_a_new_one(ints30: str, cache_dir: Callable[[], str],
