@@ -33,12 +33,12 @@ from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
 from streaming.storage.urls import redact
 
-__all__ = ["MissingColumnError", "Writer"]
+__all__ = ["MAX_OFFSET", "MissingColumnError", "Writer"]
 
 logger = logging.getLogger(__name__)
 
 _WRITER_KWARGS = ("progress_bar", "max_workers", "retry", "exist_ok")
-_MAX_OFFSET = 2**32 - 1  # shard byte offsets are uint32
+MAX_OFFSET = 2**32 - 1  # shard byte offsets are uint32
 
 
 class Writer(ABC):
@@ -151,7 +151,7 @@ class Writer(ABC):
                 raise RuntimeError("Cannot write to a writer that has already finished.")
             total = self.new_shard_size + cost
             limit = self.size_limit
-            if (limit and limit < total) or total + self._uncounted_bytes > _MAX_OFFSET:
+            if (limit and limit < total) or total + self._uncounted_bytes > MAX_OFFSET:
                 self._check_fits(cost)
                 self.flush_shard()
                 self._reset_cache()
@@ -173,7 +173,7 @@ class Writer(ABC):
     def _check_fits(self, cost: int) -> None:
         """Warn about (or, past uint32 offsets, refuse) a sample bigger than a whole shard."""
         alone = self.extra_bytes_per_shard + cost
-        if alone + self._uncounted_bytes > _MAX_OFFSET:
+        if alone + self._uncounted_bytes > MAX_OFFSET:
             raise ValueError(
                 f"A sample of {cost} bytes cannot be stored: shard offsets are uint32, so a shard "
                 "must stay below 4 GiB."

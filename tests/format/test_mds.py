@@ -417,3 +417,35 @@ def test_in_order_reads_give_back_the_pages_they_consumed(tmp_path) -> None:
     assert _mapped_rss_kb(path) < 1024, "the consumed blocks stayed resident"
     assert all(int(s["v"][0]) == i and int(s["v"][-1]) == i for i, s in enumerate(samples))
     assert reader.get_item(rows // 2)["v"][3] == rows // 2  # the mapping still reads
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_values_longer_than_one_read_call_are_read_whole(tmp_path, monkeypatch,
+                                                         views: bool) -> None:
+    """Linux moves at most 0x7ffff000 bytes per `pread`/`preadv`: a value over 2 GiB read in
+    one call came back short and a good shard was reported corrupt (and its cached copy
+    deleted). The kernel's cap is played here by a cap of 5,000 bytes per call."""
+    from streaming import LocalDataset, StreamingDataset
+
+    rng = np.random.default_rng(0)
+    values = [rng.bytes(int(n)) for n in rng.integers(20_000, 60_000, 40)]
+    with MDSWriter(out=str(tmp_path), columns={"id": "int", "blob": "bytes"}) as writer:
+        for i, value in enumerate(values):
+            writer.write({"id": i, "blob": value})
+    pread, preadv = os.pread, os.preadv
+    calls = []
+
+    def capped_pread(fd: int, n: int, offset: int) -> bytes:
+        calls.append(n)
+        return pread(fd, min(n, 5_000), offset)
+
+    def capped_preadv(fd: int, buffers: list, offset: int) -> int:
+        calls.append(len(buffers[0]))
+        return preadv(fd, [memoryview(buffers[0])[:5_000]], offset)
+
+    monkeypatch.setattr(os, "pread", capped_pread)
+    monkeypatch.setattr(os, "preadv", capped_preadv)
+    for dataset in (StreamingDataset(local=str(tmp_path), batch_size=8, bytes_as_views=views),
+                    LocalDataset(str(tmp_path))):
+        assert [bytes(s["blob"]) for s in dataset] == values
+    assert len(calls) > 2 * len(values)  # the capped calls did the reads

@@ -339,3 +339,21 @@ def test_hashes_given_as_one_string_say_so(tmp_path, given) -> None:
     """Its letters were checked as names: "Invalid hash: a." or "must be in sorted order"."""
     with pytest.raises(ValueError, match="list of algorithm names"):
         MDSWriter(out=str(tmp_path), columns={"x": "int"}, hashes=given)
+
+
+def test_a_value_past_uint32_is_refused_saying_why(tmp_path) -> None:
+    """One value of more than 4 GiB failed in the length header's `struct.pack` with a bare
+    `struct.error`; it gets the writer's own error, as a sample of several large values did.
+    (A `bytes` whose length says 4 GiB stands for one, without the memory.)"""
+    from streaming import MDSWriter
+
+    class Huge(bytes):
+        def __len__(self) -> int:
+            return 2**32 + 10
+
+    with MDSWriter(out=str(tmp_path), columns={"id": "int", "blob": "bytes"}) as writer:
+        with pytest.raises(ValueError, match=r"^A sample of 4294967322 bytes cannot be stored: "
+                                             r"shard offsets are uint32"):
+            writer.write({"id": 0, "blob": Huge(b"x")})
+        writer.write({"id": 1, "blob": b"fine"})
+    assert json.load(open(tmp_path / "index.json"))["shards"][0]["samples"] == 1

@@ -37,6 +37,32 @@ __all__ = ["buffered_samples", "pread_samples"]
 
 
 
+def _pread_rest(fd: int, data: bytes, want: int, offset: int) -> bytes:
+    """`data`, a short `os.pread` of `want` bytes at `offset`, completed up to the file's end:
+    Linux moves at most 0x7ffff000 bytes per call, so a value over 2 GiB takes several."""
+    parts = [data]
+    got = len(data)
+    while got < want:
+        more = os.pread(fd, want - got, offset + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _preadv_full(fd: int, target: memoryview, offset: int) -> int:
+    """Fill `target` from `offset` by as many `os.preadv` calls as it takes (see
+    `_pread_rest`); the bytes read, short only at the file's end."""
+    got = os.preadv(fd, [target], offset)
+    while got < len(target):
+        more = os.preadv(fd, [target[got:]], offset + got)
+        if not more:
+            break
+        got += more
+    return got
+
+
 def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
                   offsets: np.ndarray, corrupt: Corrupt) -> Iterator[dict[str, Any]]:
     """The block's samples, each read with a few `os.pread` calls (see `read_plan`).
@@ -69,7 +95,9 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             for at, want, size, kind, name, fn in steps:  # see `ReadStep`
                 data = pread(fd, want, begin + at)
                 if len(data) < size:
-                    raise corrupt(f"{size} bytes at {begin + at} run past its end.")
+                    data = _pread_rest(fd, data, want, begin + at)
+                    if len(data) < size:
+                        raise corrupt(f"{size} bytes at {begin + at} run past its end.")
                 if kind == RAW:
                     sample[name] = data
                 elif kind == NUMBER:
@@ -115,7 +143,7 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             last = max(limits[first], first + 1)
             start, stop = bounds[first], bounds[last]
             target = read_buffers.take(stop - start)
-            if os.preadv(fd, [target], start) < stop - start:
+            if _preadv_full(fd, target, start) < stop - start:
                 raise corrupt(f"{stop - start} bytes at {start} run past its end.")
             chunk = target.toreadonly()
             del target

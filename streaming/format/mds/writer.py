@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings
 from streaming.format.sample_checks import VALUE_ERRORS, column_value_error
+from streaming.format.writer import MAX_OFFSET
 from streaming.format.writer_layouts import JointWriter, uint32_offsets
 
 __all__ = ["MDSWriter"]
@@ -125,6 +126,8 @@ class MDSWriter(JointWriter):
             total += length
         if self._head is None:
             return parts[1:], total
+        if total > MAX_OFFSET:  # a value past uint32 (no header holds it): `write` refuses
+            return parts, total + 4 * len(lengths)  # the sample, saying why (`_check_fits`)
         parts[0] = self._head.pack(*lengths)
         return parts, total + 4 * len(lengths)
 
