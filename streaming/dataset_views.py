@@ -95,6 +95,23 @@ class SizeViews:
     def next_epoch(self, value: int) -> None:
         self._next_epoch.set(value)
 
+    def set_epoch(self, epoch: int) -> None:
+        """Make `epoch` the next one iterated: `DistributedSampler`'s convention, which HF's
+        Trainer and accelerate call on a dataset at each epoch's start. A run resumed in a new
+        process then gets that epoch's order, not epoch 0's again. A checkpoint loaded for
+        `epoch` or a later one still decides where the next iteration starts.
+
+        Raises:
+            ValueError: `epoch` is negative or not an integer.
+        """
+        try:
+            value = operator.index(epoch)  # numpy integers too
+        except TypeError:
+            value = -1
+        if isinstance(epoch, bool) or value < 0:
+            raise ValueError(f"`epoch` must be a non-negative integer, but got: {epoch!r}.")
+        self.next_epoch = value
+
     @property
     def cache_usage(self) -> int:
         return int(self._ss_cache.usage.get())

@@ -124,3 +124,32 @@ def test_a_stream_left_without_samples_is_named_for_methods_that_batch_per_strea
         with pytest.raises(ValueError, match="^need at least one array to concatenate: stream 0 "
                                              "has no sample chosen in epoch 0"):
             next(iter(ds))
+
+
+def test_set_epoch_gives_that_epochs_order_in_a_new_process(ints30, cache_dir) -> None:
+    """HF's Trainer (through accelerate) calls `set_epoch(e)` on the dataset at each epoch's
+    start: a run resumed in a new process at epoch 2 read epoch 0's order again."""
+    import numpy as np
+
+    from streaming import StreamingDataLoader, StreamingDataset
+
+    def order(epochs_before: int, set_to: int | None) -> list[int]:
+        dataset = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4, shuffle=True,
+                                   shuffle_block_size=10)
+        loader = StreamingDataLoader(dataset, batch_size=4)
+        for _ in range(epochs_before):
+            list(loader)
+        if set_to is not None:
+            dataset.set_epoch(np.int64(set_to))
+        ids = [v for b in loader for v in b["v"].tolist()]
+        dataset.close()
+        return ids
+
+    third = order(2, None)
+    assert order(0, 2) == third != order(0, None)
+    assert order(2, 2) == third  # already the next epoch: nothing changes
+    dataset = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    for bad in (-1, 1.0, True, "1"):
+        with pytest.raises(ValueError, match="`epoch` must be a non-negative integer"):
+            dataset.set_epoch(bad)  # type: ignore[arg-type]
+    dataset.close()

@@ -22,6 +22,8 @@ XFAIL: dict[Key, tuple[str, str]] = {}
 NEEDS: dict[Key, tuple[str, ...]] = {
     ("README.md", 5): ("pyarrow",),
     ("docs/convert.md", 1): ("pyarrow", "datasets", "pandas", "PIL"),
+    ("docs/frameworks.md", 1): ("lightning",),
+    ("docs/frameworks.md", 2): ("accelerate",),
     ("docs/convert.md", 2): ("pyspark", "pandas", "pyarrow", "java"),
     ("docs/convert.md", 3): ("ray", "pyarrow"),
     ("docs/convert.md", 4): ("dask", "pyarrow", "pandas"),
