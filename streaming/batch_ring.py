@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from streaming.collate import becomes_tensor, collate_columns, torch_dtype_of
+from streaming.coord.orphans import when_orphaned
 from streaming.coord.release import after_workers_exit
 from streaming.coord.shm import ShmBlock, list_blocks, unlink_block
 
@@ -99,6 +100,11 @@ class WorkerRing:
         _prefixes.add(self.prefix)
         after_workers_exit(_unlink_unmapped_at_exit)
 
+    def _unlink_own(self) -> None:
+        for block in self._blocks:
+            if block is not None:
+                unlink_block(block.name)
+
     def unlink_unmapped(self) -> list[str]:
         """Unlink the slots of this ring's workers the loader never mapped; call only once
         those workers are gone (a worker still running would send a slot that is not there)."""
@@ -107,6 +113,9 @@ class WorkerRing:
     def __call__(self, batch: dict[str, Any]) -> RingBatch | dict[str, Any]:
         if os.getpid() != self._pid:  # a copy in a new process starts a ring of its own
             self._blocks, self._next, self._pid = [None] * self.slots, 0, os.getpid()
+            # Its loader's process unlinks the slots once this worker exits; if that process
+            # dies first, nothing would before the next sweep (a minute on): this worker does.
+            when_orphaned(self._unlink_own)
         arrays, layout, total = [], [], 0
         blobs, blob_layout = [], []
         for key, value in batch.items():

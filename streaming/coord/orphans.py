@@ -33,7 +33,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["DONE_GRACE", "POLL_SECONDS", "exit_with_parent", "loader_done_event"]
+__all__ = ["DONE_GRACE", "POLL_SECONDS", "exit_with_parent", "loader_done_event",
+           "when_orphaned"]
+
+# What this process undoes before it ends because its parent is gone (`when_orphaned`).
+_at_orphaned: list[Callable[[], object]] = []
+
+
+def when_orphaned(undo: Callable[[], object]) -> None:
+    """Run `undo` in this process before `exit_with_parent` ends it because its parent is gone
+    (best effort: its errors are ignored). For what only the dead parent would have cleaned
+    up: the batch slots a worker filled for it."""
+    _at_orphaned.append(undo)
 
 POLL_SECONDS = 0.5
 #: How long a worker may outlive its loader's shutdown before it ends by itself (its last
@@ -91,4 +102,9 @@ def _watch(parent: int, end: Callable[[int], object], done: Any) -> None:
             return
     log.warning("Process %d: its parent %d is gone; ending this DataLoader worker.",
                 os.getpid(), parent)
+    for undo in list(_at_orphaned):
+        try:
+            undo()
+        except Exception:  # noqa: BLE001 - ending anyway; the next sweep takes what is left
+            log.debug("Undoing %r before ending failed", undo, exc_info=True)
     end(1)

@@ -295,7 +295,26 @@ batches = iter(loader)
 print(next(batches)["v"].tolist(), ds._ss_namespace.name, loader.batch_sender.prefix, flush=True)
 if sys.argv[2] == "raise":
     raise RuntimeError("the training step failed")
+if sys.argv[2] == "kill":
+    import os, signal
+    os.kill(os.getpid(), signal.SIGKILL)
 """
+
+
+def test_the_slots_of_a_killed_loaders_workers_go_with_them(tmp_path) -> None:
+    """The loader's process unlinks its workers' slots once they exit; SIGKILLed (the OOM
+    killer, a scheduler), it cannot. Each orphaned worker unlinks its own as it ends (within a
+    second), instead of leaving them in /dev/shm until a sweep a minute later."""
+    data = write_ints(str(tmp_path / "ints"), range(400), size_limit=None)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, data, "kill"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == -9, out.stderr
+    prefix = out.stdout.rsplit(" ", 1)[1].strip()
+    deadline = time.monotonic() + 30
+    while list_blocks(prefix) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list_blocks(prefix) == []
 
 
 @pytest.mark.parametrize("end", ["return", "raise"])
