@@ -10,6 +10,7 @@ instead of deadlocking (the reference hangs on uneven num_workers and on a crash
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -34,6 +35,12 @@ LIVENESS_PERIOD = 0.2  # seconds between liveness checks of a waiter (a /proc re
 # second dataset over the same remote are given time to attach before it is called a mistake.
 STRANDED_GRACE = 10.0
 STRANDED_PERIOD = 2.0
+# A wait this long (then every WAITING_PERIOD s) says so at WARNING level: a live participant
+# that never arrives is otherwise silent until the deadline (10 minutes by default).
+WAITING_AFTER = 30.0
+WAITING_PERIOD = 120.0
+
+log = logging.getLogger(__name__)
 
 
 def _dead_member(members: np.ndarray) -> int:
@@ -167,10 +174,20 @@ class Barrier:
         throttle = _Throttle(LIVENESS_PERIOD)
         diagnosis = _Throttle(STRANDED_PERIOD)
         diagnosis.next = time.monotonic() + STRANDED_GRACE
+        waiting = _Throttle(WAITING_PERIOD)
+        since = time.monotonic()
+        waiting.next = since + WAITING_AFTER
 
         def poll() -> bool | None:
             if state[_GENERATION] != generation:
                 return True
+            if waiting.due():
+                log.warning(
+                    "Still waiting after %.0f s (limit %g s) for %s. The others are alive but "
+                    "have not arrived: every rank of a node, and every DataLoader worker, must "
+                    "start each epoch (a rank that does not iterate its own dataset, as under "
+                    "accelerate's dispatch_batches, keeps the rest here; docs/frameworks.md).",
+                    time.monotonic() - since, limit, progress())
             if self.stranded is not None and diagnosis.due():
                 why = self.stranded()
                 if why and state[_GENERATION] == generation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import re
 import time
 
 import numpy as np
@@ -47,6 +48,22 @@ def test_barrier_deadline_reports_arrivals_and_recovers(coord_tmp: str) -> None:
         assert time.monotonic() - start < 30  # the 0.2 s deadline, not a wait for ever
         assert barrier.array.numpy()[0] == 0  # the timed-out arrival was withdrawn
         assert barrier.wait(1) == 1  # and the barrier still works
+
+
+def test_a_long_wait_says_so_before_its_deadline(coord_tmp: str, monkeypatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A participant that is alive but never arrives (a rank that does not iterate) left the
+    others silent until the deadline (10 minutes)."""
+    import streaming.coord.barrier as barrier_module
+
+    monkeypatch.setattr(barrier_module, "WAITING_AFTER", 0.05)
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        barrier = ns.barrier(timeout=0.5)
+        with caplog.at_level("WARNING", logger="streaming.coord.barrier"), \
+                pytest.raises(CoordinationError):
+            barrier.wait(2)
+    assert re.search(r"Still waiting after \d+ s \(limit 0.5 s\) for barrier", caplog.text)
+    assert "1 of 2 participants arrived" in caplog.text and "every rank of a node" in caplog.text
 
 
 def test_barrier_rejects_disagreeing_participant_counts(coord_tmp: str) -> None:
