@@ -208,3 +208,22 @@ def test_constructor_checks() -> None:
     with pytest.raises(ValueError, match='^Epoch size cannot be negative. Received -5.$'):
         check_epoch_size(-5)
     assert check_epoch_size(0) is None and check_epoch_size(7) == 7
+
+
+def test_stratified_ties_go_to_the_later_streams_on_any_numpy() -> None:
+    """300 equal streams and a global batch of 750: 150 streams get a third sample. numpy's
+    default sort placed ties differently from one version to the next (2.1 and 2.4 disagree
+    here), so a run's order could change with a numpy upgrade; the stable sort does not, and
+    agrees with the default one on small tables (the reference's order there)."""
+    import numpy as np
+
+    from streaming.order.batching.stratified import batch_portions
+
+    portions = batch_portions(tuple([1 / 300] * 300), 750)
+    assert portions.sum() == 750 and sorted(set(portions.tolist())) == [2, 3]
+    assert np.flatnonzero(portions == 3).tolist() == list(range(150, 300))
+    small = batch_portions((0.25, 0.25, 0.25, 0.25), 6)  # n <= 16: insertion sort in numpy
+    leftovers = 6 * np.full(4, 0.25) - 1
+    expected = np.ones(4, np.int64)
+    expected[np.flip(np.argsort(leftovers))[:2]] += 1
+    assert small.tolist() == expected.tolist() == [1, 1, 2, 2]

@@ -34,7 +34,10 @@ def batch_portions(proportions: tuple[float, ...], global_batch_size: int) -> ND
     if np.sum(portions) != global_batch_size:
         missing = global_batch_size - np.sum(portions)
         leftovers = global_batch_size * np.array(proportions) - portions
-        portions[np.flip(np.argsort(leftovers))[:missing]] += 1
+        # Stable: among equal remainders, the later streams first, on every numpy and CPU. The
+        # reference's default sort agrees for small tables but not for many tied streams,
+        # where its choice moves with the numpy version (2.1 vs 2.4 differ at 300 streams).
+        portions[np.flip(np.argsort(leftovers, kind='stable'))[:missing]] += 1
     for stream_id, portion in enumerate(portions):
         if portion <= 0:
             raise ValueError(
