@@ -85,3 +85,35 @@ def test_generator_equivalences_we_rely_on(seed: int, size: int) -> None:
     viewed.shuffle(host[4:4 + size])  # a slice of a bigger buffer, as fill_and_shuffle does
     assert host[4:4 + size].tolist() == perm.tolist()
     assert listed.random() == indexed.random() == viewed.random()  # same draws consumed
+
+
+def _canonical_node_dense(ids: np.ndarray, c: int, p: int, node: int) -> np.ndarray:
+    """Spec §6.1 steps 3-5 for P <= C, built whole: one row per canonical node (a short row
+    repeats its last id), the matrix read column by column, every P-th element from `node`."""
+    n = len(ids)
+    spc = -(-n // c)
+    rows = []
+    for r in range(c):
+        row = list(ids[r * n // c:(r + 1) * n // c])
+        rows.append(row + [row[-1]] * (spc - len(row)))
+    return np.asarray(rows).T.reshape(-1)[node::p]
+
+
+@settings(max_examples=150, deadline=None)
+@given(c=st.sampled_from([1, 2, 3, 4, 6, 8, 12, 40]), data=st.data())
+def test_canonical_rows_read_as_the_dense_matrix(c: int, data: st.DataObject) -> None:
+    """`CanonicalMatrix.read` builds a request's grid for all of a node's rows at once (a
+    loop over rows was 250x slower than the reference at 10^5 canonical nodes)."""
+    from streaming.order.partition.canon import CanonicalMatrix
+
+    p = data.draw(st.sampled_from([d for d in range(1, c + 1) if c % d == 0]))
+    n = data.draw(st.integers(c + 1, 500))
+    node = data.draw(st.integers(0, p - 1))
+    ids = np.random.default_rng(n).permutation(n).astype(np.int64)
+    table = data.draw(st.sampled_from([None, ids]))
+    expected = _canonical_node_dense(np.arange(n) if table is None else ids, c, p, node)
+    matrix = CanonicalMatrix(n, c, p, table)
+    assert matrix.node_length(p) == len(expected)
+    begin = data.draw(st.integers(0, len(expected)))
+    end = data.draw(st.integers(begin, len(expected)))
+    assert matrix.read(node, p, begin, end).tolist() == expected[begin:end].tolist()
