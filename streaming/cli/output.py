@@ -61,10 +61,9 @@ BYTE_COUNT = _ByteCount()
 
 def emit(data: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     """Print `data` as JSON, or as the text `render` makes of it."""
-    if as_json:
-        click.echo(to_json(data, indent=2))
-    else:
-        click.echo(render(data))
+    from streaming.storage.urls import redact_text  # a password in a URL is never printed
+
+    click.echo(redact_text(to_json(data, indent=2) if as_json else render(data)))
 
 
 def reason(err: BaseException) -> str:
@@ -79,7 +78,9 @@ def reason(err: BaseException) -> str:
 
 def fail(message: str, code: int = 1) -> None:
     """Print an error and exit with `code` (1: the data is bad or missing; 2 is click's usage)."""
-    click.echo(f"Error: {message}", err=True)
+    from streaming.storage.urls import redact_text
+
+    click.echo(f"Error: {redact_text(message)}", err=True)
     sys.exit(code)
 
 

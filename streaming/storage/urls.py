@@ -6,12 +6,13 @@ none of the optional cloud libraries installed.
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import Any, Literal
 
 __all__ = ["BAD_OUT", "UC_PREFIX", "Layout", "join_key", "parse_azure_url", "parse_dbfs_url",
-           "parse_hf_url", "parse_oci_url", "parse_sftp_url", "redact", "scheme_of", "split_out",
-           "split_url"]
+           "parse_hf_url", "parse_oci_url", "parse_sftp_url", "redact", "redact_text",
+           "scheme_of", "split_out", "split_url"]
 
 Layout = Literal["account", "container"]
 
@@ -62,6 +63,16 @@ def redact(url: str) -> str:
         return url
     user, _, host = parts.netloc.rpartition("@")
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user.partition(':')[0]}@{host}"))
+
+
+# `scheme://user:password@` inside any text (a report, a message, JSON).
+_SECRET_AUTHORITY = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@\"']*):[^@\s/\"']*@")
+
+
+def redact_text(text: str) -> str:
+    """`text` with the password of every URL in it removed (see `redact`): for whole reports
+    whose URLs come from several places."""
+    return _SECRET_AUTHORITY.sub(r"\1@", text)
 
 
 def split_out(out: Any) -> tuple[str | None, str | None]:

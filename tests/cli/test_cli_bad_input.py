@@ -218,3 +218,20 @@ def test_convert_finds_the_data_beside_a_metadata_json(cli: Callable, tmp_path: 
     run = cli("convert", "--no-progress", str(tmp_path / "data"), str(tmp_path / "out"))
     assert run.code == 0, run.err
     assert json.load(open(tmp_path / "out" / "index.json"))["shards"][0]["samples"] == 2
+
+
+def test_no_report_or_error_prints_a_password_of_a_url(capsys) -> None:
+    """`convert`, `merge-index` and `doctor` printed `sftp://user:secret@host/...` as given
+    (messages and `inspect` already redacted theirs): every report and error now goes
+    through one redaction."""
+    from streaming.cli.output import emit, fail
+
+    data = {"remote": "sftp://alice:s3cret@127.0.0.1:2299/conv", "other": "s3://bucket/x"}
+    emit(data, True, str)
+    emit(data, False, lambda d: f"Wrote 5 samples to {d['remote']} and {d['other']}")
+    with pytest.raises(SystemExit):
+        fail("could not reach sftp://alice:s3cret@127.0.0.1:2299/conv")
+    out, err = capsys.readouterr()
+    assert "s3cret" not in out + err
+    assert out.count("sftp://alice@127.0.0.1:2299/conv") == 2 and "s3://bucket/x" in out
+    assert "sftp://alice@127.0.0.1:2299/conv" in err
