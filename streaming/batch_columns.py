@@ -45,23 +45,26 @@ class MixedColumnsError(StreamingError, ValueError, KeyError):
 def columns_of(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The batch of these sample dicts, column by column (see the module docstring).
 
+    The first sample's columns make the batch, as in `default_collate`: later samples may
+    hold more (streams of other schemas), which are left out.
+
     Raises:
-        MixedColumnsError: dicts of different keys.
+        MixedColumnsError: a sample lacks one of the first sample's columns.
         ValueError: a sample is not a dict.
     """
     if not samples:
         return {}
     keys = samples[0].keys()
     for sample in samples:
-        if not isinstance(sample, Mapping) or sample.keys() != keys:
+        if not isinstance(sample, Mapping) or (sample.keys() != keys and
+                                               not keys <= sample.keys()):
             other = sorted(sample) if isinstance(sample, Mapping) else f"{sample!r:.80}"
-            message = (f"Samples of one batch must be dicts of the same columns; got "
+            message = (f"Samples of one batch must hold the first one's columns; got "
                        f"{sorted(keys)} and {other} (iterate the dataset with a collate "
                        "function of your own for other samples).")
             if not isinstance(sample, Mapping):
                 raise ValueError(message)
-            differ = [k for k in keys if k not in sample] or [k for k in sample if k not in keys]
-            raise MixedColumnsError(differ[0], message)
+            raise MixedColumnsError([k for k in keys if k not in sample][0], message)
     return {key: column_of([sample[key] for sample in samples]) for key in keys}
 
 

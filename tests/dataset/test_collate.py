@@ -155,7 +155,26 @@ def test_streams_of_different_columns_fail_as_a_key_error(tmp_path: Any, workers
     dataset = StreamingDataset(streams=[Stream(local=str(tmp_path / "a"), proportion=0.5),
                                         Stream(local=str(tmp_path / "b"), proportion=0.5)],
                                batch_size=8, shuffle=True)
-    with pytest.raises(KeyError, match="must be dicts of the same columns") as caught:
+    with pytest.raises(KeyError, match="must hold the first one's columns") as caught:
         for _ in StreamingDataLoader(dataset, batch_size=8, num_workers=workers):
             pass
     assert isinstance(caught.value, ValueError)
+
+
+def test_later_samples_with_more_columns_batch_as_default_collate() -> None:
+    """`default_collate` builds a batch of the first sample's columns, leaving out the extra
+    ones of later samples (the reference's batches of mixed streams); the batched path raised
+    instead. A later sample that lacks a column is a `KeyError` in both."""
+    from torch.utils.data import default_collate
+
+    from streaming.batch_columns import columns_of
+
+    more_later = [{"id": 1}, {"id": 2, "extra": 3}]
+    ours = columns_of(more_later)
+    assert {k: v.tolist() for k, v in ours.items()} == {
+        k: v.tolist() for k, v in default_collate(more_later).items()} == {"id": [1, 2]}
+    fewer_later = more_later[::-1]
+    with pytest.raises(KeyError, match="extra"):
+        default_collate(fewer_later)
+    with pytest.raises(KeyError, match="must hold the first one's columns"):
+        columns_of(fewer_later)
