@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 from typing import Any, TypedDict
 
+import requests
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 
-from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store
+from streaming.storage._obstore import upload_timeout
+from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, stall_timeout
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.urls import split_url
 
@@ -33,7 +35,9 @@ class GCSOptions(TypedDict, total=False):
     project: str
     """Project for the client (`GOOGLE_CLOUD_PROJECT`; only used to build the client)."""
     timeout: float
-    """Seconds per HTTP request (connect and read) of the google client (default 60)."""
+    """Seconds per HTTP request (connect and read) of the google client. By default a connect
+    or a wait for the next bytes lasts the stall timeout (`STREAMING_STALL_TIMEOUT`, 5 s), as
+    on the other stores, and an upload waits for its answer `STREAMING_UPLOAD_TIMEOUT`."""
 
 
 class GCSStore(Store):
@@ -54,7 +58,14 @@ class GCSStore(Store):
         self.emulator = options.pop("emulator_host", None) or os.environ.get(
             "STORAGE_EMULATOR_HOST")
         self.project = options.pop("project", None) or os.environ.get("GOOGLE_CLOUD_PROJECT")
-        self.timeout = float(options.pop("timeout", 60))
+        given = options.pop("timeout", None)
+        stall = stall_timeout()
+        # requests' (connect, read) timeouts; its read timeout is the longest wait for the
+        # next bytes, which is what the stall timeout means.
+        self.timeout: float | tuple[float, float] = (
+            float(given) if given is not None else (stall, stall))
+        self.upload_timeout: float | tuple[float, float] = (
+            float(given) if given is not None else (stall, upload_timeout()))
         if options:
             raise TypeError(f"Unknown GCS store option(s): {sorted(options)}")
 
@@ -87,6 +98,17 @@ class GCSStore(Store):
             return "missing"
         if isinstance(err, (gexc.Forbidden, gexc.Unauthorized)):
             return "denied"
+        # requests' errors (the google client's transport) are no builtin ConnectionError.
+        if isinstance(err, requests.exceptions.ConnectTimeout):
+            return "unreachable"
+        if isinstance(err, requests.exceptions.Timeout):
+            return "stalled"
+        if isinstance(err, (requests.exceptions.ChunkedEncodingError,
+                            requests.exceptions.ContentDecodingError)):
+            return "dropped"
+        if isinstance(err, requests.exceptions.ConnectionError):
+            text = str(err)
+            return "dropped" if "aborted" in text or "reset" in text else "unreachable"
         return super()._classify(err)
 
     def get(self, path: str) -> bytes:
@@ -119,7 +141,8 @@ class GCSStore(Store):
 
     def upload(self, local_path: str, path: str) -> None:
         with self._errors(path):
-            self._blob(path).upload_from_filename(local_path, timeout=self.timeout, retry=None)
+            self._blob(path).upload_from_filename(local_path, timeout=self.upload_timeout,
+                                                  retry=None)
 
     def check_container(self) -> None:
         self._check_by_listing(lambda: next(iter(self._client().client.list_blobs(

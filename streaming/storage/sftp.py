@@ -76,7 +76,9 @@ class SFTPStore(Store):
         try:
             client.connect(hostname=self.host, port=self.port, username=self.username,
                            password=self._password, key_filename=self.key_file,
-                           timeout=self.timeout, banner_timeout=self.timeout,
+                           # a silent server fails within the stall timeout, as elsewhere
+                           timeout=min(self.timeout, self.stall),
+                           banner_timeout=min(self.timeout, self.stall),
                            auth_timeout=self.timeout,
                            # as the reference (paramiko's defaults), the user's ssh-agent and
                            # ~/.ssh keys, but not before a password the URL gives
@@ -91,6 +93,8 @@ class SFTPStore(Store):
                                       "ssh-agent or ~/.ssh") from None
             if "not found in known_hosts" in str(err):
                 raise PermissionError(f"Unknown SFTP host key for {self.url}: {err}") from None
+            raise ConnectionError(f"SFTP connection to {self.url} failed: {err}") from err
+        except OSError as err:  # refused, no route, timed out (paramiko's own OSErrors too)
             raise ConnectionError(f"SFTP connection to {self.url} failed: {err}") from err
         return client
 
@@ -110,10 +114,11 @@ class SFTPStore(Store):
     @contextmanager
     def _sftp(self, path: str) -> Iterator[paramiko.SFTPClient]:
         """An SFTP channel on the shared connection, with errors mapped for `path`."""
-        client = self._client()
-        if not _alive(client):  # the server went away since: connect again, now
-            self._forget(client)
+        with self._errors(path):  # a server that cannot be reached, named by our error
             client = self._client()
+            if not _alive(client):  # the server went away since: connect again, now
+                self._forget(client)
+                client = self._client()
         try:
             with self._errors(path), self._open_sftp(client) as sftp:
                 yield sftp

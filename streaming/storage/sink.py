@@ -83,7 +83,7 @@ class Sink:
                 raise ValueError(f"Cannot write to {redact(self.remote)}: "
                                  f"{type(self.store).__name__} is read-only")
             self.store.check_container()  # a misspelt bucket fails now, not after the work
-            if published is not None and self.store.exists(published):
+            if published is not None and self._already_published(published):
                 logger.warning(
                     "%s already holds a dataset (%s). Until this writer publishes its own, "
                     "readers get the old %s over a mix of old and new files, and old files this "
@@ -96,6 +96,17 @@ class Sink:
         self._error_lock = threading.Lock()
         self._failed = threading.Event()
         self.temporary = False  # `local` is a directory of ours (`open_sink`), not the user's
+
+    def _already_published(self, published: str) -> bool:
+        """Whether the remote holds `published` already; a server unreachable now says no
+        (as `check_container` lets it pass: the uploads retry, and fail naming it)."""
+        assert self.store is not None
+        try:
+            return self.store.exists(published)
+        except (ConnectionError, TimeoutError) as err:  # unreachable, dropped, stalled
+            logger.warning("Could not check whether %s already holds a dataset: %s",
+                           redact(self.remote or ""), err)
+            return False
 
     @property
     def failed(self) -> bool:

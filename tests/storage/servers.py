@@ -414,3 +414,36 @@ def serve_http_forever(root: str, port: int) -> None:
 
 if __name__ == "__main__":  # python -m tests.storage.servers ROOT PORT
     serve_http_forever(sys.argv[1], int(sys.argv[2]))
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts connections and never sends a byte (a hung
+    process, a black-holed route); use as a context manager."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self.port = self._sock.getsockname()[1]
+        self._held: list[Any] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed
+                return
+            self._held.append(conn)
+
+    def __enter__(self) -> SilentServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sock.close()
+        for conn in self._held:
+            conn.close()

@@ -41,3 +41,24 @@ def test_a_refused_connection_is_reported_as_such_not_as_a_timeout(
     with pytest.raises(TransferError) as info:
         read(store, "index.json", retries=1, timeout=30)
     assert "refused" in str(info.value).lower() and "longer than" not in str(info.value)
+
+
+def test_a_silent_server_fails_within_the_stall_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each request waited the google client's 60 s (2 attempts: 2 minutes); the stall
+    timeout bounds the connect and every wait for bytes, as on the other stores."""
+    pytest.importorskip("google.cloud.storage")
+    import time
+
+    from streaming.errors import TransferStalledError
+    from tests.storage.servers import SilentServer
+
+    with SilentServer() as silent:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{silent.port}")
+        monkeypatch.setenv("STREAMING_STALL_TIMEOUT", "1")
+        store = open_store("gs://bucket/data")
+        start = time.monotonic()
+        with pytest.raises(TransferError) as info:
+            read(store, "index.json", retries=1, timeout=60)
+    assert time.monotonic() - start < 20
+    assert "gs://bucket/data/index.json" in str(info.value)
+    assert isinstance(info.value.__cause__, TransferStalledError)

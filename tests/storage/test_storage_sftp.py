@@ -107,3 +107,40 @@ def test_a_server_gone_silent_fails_the_attempt_after_the_stall_timeout(
         assert time.monotonic() - start < 30  # not download_timeout (60 s)
     finally:
         proxy.stop()
+
+
+def test_a_server_that_never_answers_the_login_fails_within_the_stall_timeout() -> None:
+    """The SSH connect, banner and login each waited 60 s (2 attempts: 2 minutes)."""
+    from streaming.storage.transfer import TransferError
+    from tests.storage.servers import SilentServer
+
+    with SilentServer() as silent:
+        store = open_store(f"sftp://user:pw@127.0.0.1:{silent.port}/data", stall_timeout=1.0)
+        start = time.monotonic()
+        with pytest.raises(TransferError) as info:
+            read(store, "index.json", retries=1, timeout=60)
+    assert time.monotonic() - start < 20
+    assert "sftp://user@127.0.0.1" in str(info.value) and "pw@" not in str(info.value)
+
+
+def test_a_writer_to_an_unreachable_server_starts_and_names_it(tmp_path: Any, caplog) -> None:
+    """The docs' promise: a server unreachable when a writer opens passes its check (the
+    uploads retry); paramiko's own error escaped the check instead."""
+    import socket
+
+    from streaming import MDSWriter
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    writer = MDSWriter(out=(str(tmp_path / "local"), f"sftp://user:pw@127.0.0.1:{port}/data"),
+                       columns={"x": "int"})
+    assert "Could not log in to sftp://user@127.0.0.1" in caplog.text
+    writer.write({"x": 1})
+    with pytest.raises(Exception) as info:  # noqa: B017 - the reference's "One of the threads
+        writer.finish()  # failed" (a RuntimeError), from the upload's error
+    chain, err = [], info.value
+    while err is not None:
+        chain.append(str(err))
+        err = err.__cause__ or err.__context__
+    assert any(f"sftp://user@127.0.0.1:{port}/data" in text for text in chain), chain
