@@ -193,6 +193,8 @@ class ObstoreBackedStore(Store):
             # obstore reports transport failures as a generic error whose debug text carries
             # the HTTP client's error kind.
             kinds = set(_KIND.findall(str(err)))
+            if "InvalidCertificate(" in repr(err):  # retrying cannot make it trusted
+                return "untrusted"
             if "Timeout" in kinds:
                 return "stalled"
             if "Connect" in kinds:

@@ -39,7 +39,7 @@ _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|Inva
                               r"Server failed to authenticate the request)\b")
 
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
-           "ErrorKind", "error_detail"]
+           "ErrorKind", "UntrustedCertificateError", "error_detail"]
 
 def stall_timeout() -> float:
     """Seconds without data after which a transfer is dead (`STREAMING_STALL_TIMEOUT`)."""
@@ -56,6 +56,24 @@ class ObjectNotFoundError(StreamingError, FileNotFoundError):
 
 class AccessDeniedError(StreamingError, PermissionError):
     """A store refused the credentials or the operation; the message names the URL."""
+
+
+class UntrustedCertificateError(StreamingError, PermissionError):
+    """The server's TLS certificate is not signed by a trusted CA (a private CA, a self-signed
+    certificate): a setting to change, never retried; the message says which."""
+
+
+# In an obstore error's debug text (its repr escapes newlines): `InvalidCertificate(\n UnknownIssuer`.
+_CERTIFICATE_PROBLEM = re.compile(r"InvalidCertificate\((?:\\n|\s)*(\w+)")
+
+
+def _untrusted(url: str, err: BaseException) -> UntrustedCertificateError:
+    found = _CERTIFICATE_PROBLEM.search(repr(err))
+    why = found.group(1) if found else error_detail(err)
+    return UntrustedCertificateError(
+        f"The TLS certificate of the server of {url} is not trusted ({why}). For a private CA "
+        f"or a self-signed certificate, point SSL_CERT_FILE at the CA's PEM file "
+        f"(REQUESTS_CA_BUNDLE is not read).")
 
 
 class MeteredWriter:
@@ -118,7 +136,7 @@ class MeteredWriter:
         return True
 
 
-ErrorKind = Literal["missing", "denied", "unreachable", "dropped", "stalled"]
+ErrorKind = Literal["missing", "denied", "untrusted", "unreachable", "dropped", "stalled"]
 
 
 def error_detail(err: BaseException) -> str:
@@ -336,6 +354,8 @@ class Store(ABC):
                 raise self.not_found(path) from None
             if kind == "denied":
                 raise self.denied(path, err) from None
+            if kind == "untrusted":
+                raise _untrusted(self.url_for(path), err) from None
             if kind is not None:
                 raise _CONNECTION_ERRORS[kind](self.url_for(path), err) from err
             raise
