@@ -63,7 +63,8 @@ class UntrustedCertificateError(StreamingError, PermissionError):
     certificate): a setting to change, never retried; the message says which."""
 
 
-# In an obstore error's debug text (its repr escapes newlines): `InvalidCertificate(\n UnknownIssuer`.
+# In an obstore error's debug text (its repr escapes the newlines):
+# `InvalidCertificate(\n UnknownIssuer`.
 _CERTIFICATE_PROBLEM = re.compile(r"InvalidCertificate\((?:\\n|\s)*(\w+)")
 
 
