@@ -158,40 +158,25 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
-    from streaming.dataset import StreamingDataset
-    from streaming.loader import StreamingDataLoader
-
     in_place = local is None and os.path.isdir(dataset) and not _compressed(dataset, split)
+    options = dict(split=split, batch_size=batch_size, shuffle=shuffle, predownload=predownload,
+                   cache_limit=cache_limit, download_timeout=download_timeout,
+                   allow_unsafe_types=allow_unsafe_types)
     with _cache_dir(None if in_place else local) as cache:
-        ds = StreamingDataset(
-            remote=None if in_place else dataset, local=dataset if in_place else cache,
-            split=split, batch_size=batch_size, shuffle=shuffle, predownload=predownload,
-            cache_limit=cache_limit, download_timeout=download_timeout,
-            allow_unsafe_types=allow_unsafe_types)
-        loader = StreamingDataLoader(ds, batch_size=batch_size, num_workers=workers)
-        timeline: list[dict[str, float]] = []
-        start = time.perf_counter()
-        next_point = start
-        seen = 0
+        source = dict(remote=None if in_place else dataset,
+                      local=dataset if in_place else cache)
+        collate = "default"
         try:
-            for _ in loader:
-                seen += 1
-                now = time.perf_counter()
-                if now >= next_point:
-                    timeline.append(_point(ds.metrics(), now - start))
-                    next_point = now + SAMPLE_EVERY
-                if seen >= batches:
-                    break
-            wall = time.perf_counter() - start
-            consumed = loader.num_samples_yielded  # not `samples`: workers read ahead
-            loader.close()  # workers gone: every count is in
-            metrics = ds.metrics()
-            timeline.append(_point(metrics, wall))
-            sizes = ds.shards.fetch_bytes  # what a request per shard moves
-            raw = ds.shards.raw_bytes.sum() / max(int(ds.samples_per_shard.sum()), 1)
-        finally:
-            ds.close()
-    report = {"dataset": dataset, "workers": workers, "cpus": cpus,
+            run = _read_slice(source, options, workers, batches, None)
+        except Exception as err:
+            if not _cannot_collate(err):
+                raise
+            # Images, or arrays of varied shapes: `default_collate` cannot make a batch of
+            # them (a training loop brings its own collate_fn); measure with batches as lists.
+            collate = "list"
+            run = _read_slice(source, options, workers, batches, keep_samples)
+    seen, wall, consumed, metrics, timeline, sizes, raw = run
+    report = {"dataset": dataset, "workers": workers, "cpus": cpus, "collate": collate,
               "batch_size": batch_size, "batches": seen, "wall_seconds": wall,
               "samples": consumed, "samples_per_second": consumed / max(wall, 1e-9),
               "shard_bytes_mean": float(sizes.mean()) if len(sizes) else 0.0,
@@ -199,6 +184,57 @@ def run_doctor(dataset: str, *, local: str | None = None, split: str | None = No
               "metrics": metrics, "timeline": timeline}
     report["findings"] = [f.to_json() for f in diagnose(report)]
     return report
+
+
+def keep_samples(samples: list[Any]) -> list[Any]:
+    """A collate function that keeps a batch as its list of samples (module-level: it pickles
+    into spawned workers)."""
+    return samples
+
+
+def _cannot_collate(err: BaseException) -> bool:
+    """Whether `err` is `default_collate` refusing a batch (images, varied array shapes),
+    also as torch raises it again out of a DataLoader worker."""
+    text = str(err)
+    return any(mark in text for mark in ("default_collate", "collate_fn", "stack expects",
+                                         "Pass a collate"))
+
+
+def _read_slice(source: dict[str, Any], options: dict[str, Any], workers: int, batches: int,
+                collate_fn: Any) -> tuple[Any, ...]:
+    """Read up to `batches` batches through a new dataset and loader; what the report needs."""
+    from streaming.dataset import StreamingDataset
+    from streaming.loader import StreamingDataLoader
+
+    ds = StreamingDataset(**source, **options)
+    try:
+        extra = {} if collate_fn is None else {"collate_fn": collate_fn}
+        loader = StreamingDataLoader(ds, batch_size=options["batch_size"], num_workers=workers,
+                                     **extra)
+        timeline: list[dict[str, float]] = []
+        start = time.perf_counter()
+        next_point = start
+        seen = listed = 0
+        for batch in loader:
+            seen += 1
+            listed += len(batch) if collate_fn is not None else 0
+            now = time.perf_counter()
+            if now >= next_point:
+                timeline.append(_point(ds.metrics(), now - start))
+                next_point = now + SAMPLE_EVERY
+            if seen >= batches:
+                break
+        wall = time.perf_counter() - start
+        # not `samples`: workers read ahead (a list batch is counted here: its length)
+        consumed = listed if collate_fn is not None else loader.num_samples_yielded
+        loader.close()  # workers gone: every count is in
+        metrics = ds.metrics()
+        timeline.append(_point(metrics, wall))
+        sizes = ds.shards.fetch_bytes  # what a request per shard moves
+        raw = ds.shards.raw_bytes.sum() / max(int(ds.samples_per_shard.sum()), 1)
+    finally:
+        ds.close()
+    return seen, wall, consumed, metrics, timeline, sizes, raw
 
 
 def _point(m: dict[str, Any], t: float) -> dict[str, float]:
@@ -225,6 +261,9 @@ def render_report(report: dict[str, Any]) -> str:
              f"{report['workers']} worker(s) in {report['wall_seconds']:.2f} s = "
              f"{report['samples_per_second']:,.0f} samples/s; fetched "
              f"{m['fetch_bytes'] / 1e6:,.1f} MB in {m['fetches']} files",
+             *(["(batches kept as lists of samples: torch's default_collate cannot batch "
+                "this dataset's images or arrays of varied shapes; a training loop brings its "
+                "own collate_fn)"] if report.get("collate") == "list" else []),
              "", f"{'where the readers spent their time':<34}{'seconds':>10}{'share':>8}"]
     for label, seconds, share in stage_shares(report):
         lines.append(f"  {label:<32}{seconds:>10.3f}{100 * share:>7.0f}%")

@@ -116,6 +116,27 @@ def test_the_text_report_names_stages_and_verdict(slow_dataset):
     assert "waiting for shards" in result.output and "verdict:" in result.output
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_arrays_of_varied_shapes_and_images_are_measured_as_lists(tmp_path, workers):
+    """`default_collate` cannot batch them: doctor failed with a worker's traceback (or "Pass
+    a collate_fn", which it has no option for); it measures with batches kept as lists."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    with MDSWriter(out=str(tmp_path / "d"), columns={"a": "ndarray:float32", "im": "png"},
+                   size_limit=40_000) as writer:
+        for i in range(60):
+            writer.write({"a": rng.random(1 + i % 7, dtype=np.float32),
+                          "im": Image.new("L", (4 + i % 3, 4))})
+    report = _doctor(str(tmp_path / "d"), "--batch-size", "8", "--batches", "5",
+                     "--workers", workers, "--cpus", "2")
+    assert report["collate"] == "list" and report["samples"] == 40 and report["batches"] == 5
+    text = CliRunner().invoke(cli, ["doctor", str(tmp_path / "d"), "--batches", "2",
+                                    "--workers", workers], catch_exceptions=False)
+    assert text.exit_code == 0, text.output
+    assert "batches kept as lists of samples" in text.output
+
+
 def test_impossible_settings_fail_clearly(slow_dataset, tmp_path):
     for args in (["--batches", "0"], ["--batch-size", "0"], ["--cpus", "0"]):
         result = CliRunner().invoke(cli, ["doctor", slow_dataset, *args])
