@@ -184,7 +184,13 @@ class Stream(WeightViews):
         """Whether the shards can be fetched again: False when the local directory holds the
         only copy (no remote, or the remote names the local directory, however it is spelled:
         a trailing slash, ``file://``), so they are never replaced, deleted or evicted."""
-        return self.remote is not None and not names_directory(self.remote, self.local)
+        key = (self.remote, self.local)
+        known = self.__dict__.get("_ss_remote_copy")
+        if known is None or known[0] != key:  # two realpaths: asked ~9 times per stream
+            known = (key, self.remote is not None and not names_directory(self.remote,
+                                                                          self.local))
+            self.__dict__["_ss_remote_copy"] = known
+        return known[1]
 
     def source(self) -> ShardSource:
         """What `prepare_shard_files` needs to know about this stream."""
