@@ -138,7 +138,7 @@ class Stream(WeightViews):
 
     @property
     def download_timeout(self) -> float:
-        return float(self._knob(self._download_timeout, "download_timeout"))
+        return self._knob(self._download_timeout, "download_timeout")  # as given
 
     @property
     def keep_zip(self) -> bool:

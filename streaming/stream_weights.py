@@ -37,9 +37,10 @@ class WeightViews:
         else:
             self.given_weights = self.given_weights._replace(**{name: value})
 
+    # As given (an int stays an int, as in the reference), or as derived by a dataset.
     @property
     def proportion(self) -> float:
-        return float(self._weight("proportion"))
+        return self._weight("proportion")
 
     @proportion.setter
     def proportion(self, value: float) -> None:
@@ -47,7 +48,7 @@ class WeightViews:
 
     @property
     def repeat(self) -> float:
-        return float(self._weight("repeat"))
+        return self._weight("repeat")
 
     @repeat.setter
     def repeat(self, value: float) -> None:

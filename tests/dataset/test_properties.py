@@ -251,3 +251,14 @@ def test_shard_sizes_helper_matches_writer() -> None:
                 with open_ds(dirs, dirs.remote(layout), Config(False, "py1e", 1, 1, 0, None,
                                                                None)) as ds:
                     assert ds.samples_per_shard.tolist() == [per_shard, per_shard, 1]
+
+
+def test_stream_numbers_keep_the_type_they_were_given() -> None:
+    """The reference keeps a `Stream`'s numbers as given; ours turned `repeat=2` into 2.0,
+    which shows in every log and f-string that prints it."""
+    from streaming import Stream
+
+    assert repr(Stream(local="/tmp/ss-types-a", repeat=2).repeat) == "2"
+    assert repr(Stream(local="/tmp/ss-types-b", proportion=1).proportion) == "1"
+    assert repr(Stream(local="/tmp/ss-types-c", download_timeout=10).download_timeout) == "10"
+    assert Stream(local="/tmp/ss-types-d", proportion=0.5).proportion == 0.5
