@@ -1,7 +1,7 @@
 """The `Store` interface every URL scheme implements, plus the small helpers backends share.
 
 A store is rooted at a URL; every path it takes is relative to that root. Backends translate
-their client's errors into ours, naming the full URL: `FileNotFoundError` / `PermissionError`
+their client's errors into ours (`streaming.storage.store_errors`), naming the full URL: `FileNotFoundError` / `PermissionError`
 (never retried); an unreachable server, a dropped connection or a stalled one (retried at once by
 `streaming.storage.transfer`); everything else passes through (retried with backoff). Nothing
 here knows about shards, caches or retries.
@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, ClassVar, Literal
+from typing import IO, Any, ClassVar
 
 from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
 from streaming.errors import (
@@ -25,6 +25,15 @@ from streaming.errors import (
     RemoteUnreachableError,
     StreamingError,
     TransferStalledError,
+)
+from streaming.storage.store_errors import (
+    CONNECTION_ERRORS,
+    AccessDeniedError,
+    ErrorKind,
+    ObjectNotFoundError,
+    UntrustedCertificateError,
+    error_detail,
+    untrusted,
 )
 
 _logger = logging.getLogger(__name__)
@@ -41,6 +50,7 @@ _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|Inva
 __all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
            "ErrorKind", "UntrustedCertificateError", "error_detail"]
 
+
 def stall_timeout() -> float:
     """Seconds without data after which a transfer is dead (`STREAMING_STALL_TIMEOUT`)."""
     return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
@@ -48,33 +58,6 @@ def stall_timeout() -> float:
 
 ProgressFn = Callable[[int], None]
 """Called with the number of bytes just moved (an increment, not a running total)."""
-
-
-class ObjectNotFoundError(StreamingError, FileNotFoundError):
-    """A store has no object at a path; the message names the full URL. Never retried."""
-
-
-class AccessDeniedError(StreamingError, PermissionError):
-    """A store refused the credentials or the operation; the message names the URL."""
-
-
-class UntrustedCertificateError(StreamingError, PermissionError):
-    """The server's TLS certificate is not signed by a trusted CA (a private CA, a self-signed
-    certificate): a setting to change, never retried; the message says which."""
-
-
-# In an obstore error's debug text (its repr escapes the newlines):
-# `InvalidCertificate(\n UnknownIssuer`.
-_CERTIFICATE_PROBLEM = re.compile(r"InvalidCertificate\((?:\\n|\s)*(\w+)")
-
-
-def _untrusted(url: str, err: BaseException) -> UntrustedCertificateError:
-    found = _CERTIFICATE_PROBLEM.search(repr(err))
-    why = found.group(1) if found else error_detail(err)
-    return UntrustedCertificateError(
-        f"The TLS certificate of the server of {url} is not trusted ({why}). For a private CA "
-        f"or a self-signed certificate, point SSL_CERT_FILE at the CA's PEM file "
-        f"(REQUESTS_CA_BUNDLE is not read).")
 
 
 class MeteredWriter:
@@ -135,38 +118,6 @@ class MeteredWriter:
 
     def writable(self) -> bool:
         return True
-
-
-ErrorKind = Literal["missing", "denied", "untrusted", "unreachable", "dropped", "stalled"]
-
-
-def error_detail(err: BaseException) -> str:
-    """The most telling line of a client error (SDK messages append pages of debug text): an OS
-    error message it wraps if there is one (``Connection refused``), else its first line."""
-    text = str(err)
-    found = re.search(r'message: "([^"]+)"', text)
-    if found:
-        return found.group(1)
-    return text.strip().split("\n", 1)[0] or type(err).__name__
-
-
-def _unreachable(url: str, err: BaseException) -> RemoteUnreachableError:
-    return RemoteUnreachableError(f"Could not connect to the server of {url}: {error_detail(err)}")
-
-
-def _dropped(url: str, err: BaseException) -> ConnectionDroppedError:
-    return ConnectionDroppedError(
-        f"The connection was lost while transferring {url}: {error_detail(err)}")
-
-
-def _stalled(url: str, err: BaseException) -> TransferStalledError:
-    return TransferStalledError(f"Nothing arrived for the stall timeout while transferring {url}"
-                                f" (set STREAMING_STALL_TIMEOUT to change it): "
-                                f"{error_detail(err)}")
-
-
-_CONNECTION_ERRORS: dict[str, Callable[[str, BaseException], Exception]] = {
-    "unreachable": _unreachable, "dropped": _dropped, "stalled": _stalled}
 
 
 class Store(ABC):
@@ -356,9 +307,9 @@ class Store(ABC):
             if kind == "denied":
                 raise self.denied(path, err) from None
             if kind == "untrusted":
-                raise _untrusted(self.url_for(path), err) from None
+                raise untrusted(self.url_for(path), err) from None
             if kind is not None:
-                raise _CONNECTION_ERRORS[kind](self.url_for(path), err) from err
+                raise CONNECTION_ERRORS[kind](self.url_for(path), err) from err
             raise
 
     def _client(self) -> Any:
