@@ -1,10 +1,10 @@
 """The `Store` interface every URL scheme implements, plus the small helpers backends share.
 
 A store is rooted at a URL; every path it takes is relative to that root. Backends translate
-their client's errors into ours (`streaming.storage.store_errors`), naming the full URL: `FileNotFoundError` / `PermissionError`
-(never retried); an unreachable server, a dropped connection or a stalled one (retried at once by
-`streaming.storage.transfer`); everything else passes through (retried with backoff). Nothing
-here knows about shards, caches or retries.
+their client's errors into ours (`streaming.storage.store_errors`), naming the full URL:
+`FileNotFoundError` / `PermissionError` (never retried); an unreachable server, a dropped
+connection or a stalled one (retried at once by `streaming.storage.transfer`); everything else
+passes through (retried with backoff). Nothing here knows about shards, caches or retries.
 """
 
 from __future__ import annotations
