@@ -46,14 +46,10 @@ class LatestIteration:
         def start() -> Begin:
             here = threading.get_ident()
             with self._lock:
-                previous = self._live() if self._live is not None else None
-                same_thread = self._live_thread == here
+                previous = self.as_suspended()
                 self._live, self._live_thread = holder[0], here
-            if previous is not None and previous is not holder[0]() and same_thread:
-                try:  # a generator's close runs its `finally`: prefetcher stopped, slot left
-                    getattr(previous, "close", lambda: None)()
-                except ValueError:  # "generator already executing": it is what called us
-                    pass
+            if all(it is not holder[0]() for it, _ in previous.iterations):
+                previous.end(same_thread_only=True)
             return begin()
 
         generator = make(start)
@@ -93,8 +89,15 @@ class SuspendedIterations:
         return all(thread == here and not getattr(it, "gi_running", False)
                    for it, thread in self.iterations)
 
-    def end(self) -> None:
-        """Close each (its `finally` runs: workers stopped, slots freed); a later `next` on it
-        raises StopIteration, as for an iteration a new `iter(dataset)` ended."""
-        for it, _ in self.iterations:
-            getattr(it, "close", lambda: None)()
+    def end(self, same_thread_only: bool = False) -> None:
+        """Close each (its `finally` runs: prefetcher stopped, workers stopped, slots freed); a
+        later `next` on it raises StopIteration. With `same_thread_only`, those another thread
+        began are left alone (see `LatestIteration.track`)."""
+        here = threading.get_ident()
+        for it, thread in self.iterations:
+            if same_thread_only and thread != here:
+                continue
+            try:
+                getattr(it, "close", lambda: None)()
+            except ValueError:  # "generator already executing": it is what called us
+                pass
