@@ -41,13 +41,16 @@ class Spanner:
         Raises:
             IndexError: the id is outside ``[0, num_samples)``.
         """
-        if not isinstance(index, (int, np.integer)):  # a float would floor to a wrong sample
-            raise TypeError(f"A sample index must be an integer, got {type(index).__name__} "
-                            f"{index!r}.")
-        if not (0 <= index < self.num_samples):
+        # A float would floor to a wrong sample, so only integers are taken; but an id out of
+        # range is an IndexError whatever its numeric type, as in the reference.
+        numeric = isinstance(index, (int, float, np.integer, np.floating))
+        if numeric and not (0 <= index < self.num_samples):
             raise IndexError(
                 f"Invalid sample index `{index}`: 0 <= {index} < {self.num_samples}"
             )
+        if not isinstance(index, (int, np.integer)):
+            raise TypeError(f"A sample index must be an integer, got {type(index).__name__} "
+                            f"{index!r}.")
         # bisect_right skips empty shards that share a start with the one holding the id.
         shard = bisect_right(self._bounds, index) - 1
         return shard, int(index) - self._bounds[shard]

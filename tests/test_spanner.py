@@ -66,5 +66,15 @@ def test_an_index_that_is_not_an_integer_is_refused(index: object) -> None:
         Spanner(np.array([3, 3], np.int64), 4)[index]  # type: ignore[index]
 
 
+@pytest.mark.parametrize("index", [1.0, 7.0, -1.0, np.float64(6.0)])
+def test_a_float_out_of_range_is_an_index_error(index: float) -> None:
+    # As in the reference: `get_item(1.0)` on a one-sample dataset is past its end.
+    with pytest.raises(IndexError, match="Invalid sample index"):
+        Spanner(np.array([1, 0], np.int64), 4)[index]  # type: ignore[index]
+    if index >= 6:
+        with pytest.raises(IndexError):
+            Spanner(np.array([3, 3], np.int64), 4)[index]  # type: ignore[index]
+
+
 def test_numpy_integer_ids_are_accepted() -> None:
     assert Spanner(np.array([3, 3], np.int64), 4)[np.int8(4)] == (1, 1)

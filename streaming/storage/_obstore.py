@@ -61,6 +61,8 @@ _KIND = re.compile(r"\bkind: (\w+)")
 # What S3 and Azure answer a listing of a bucket / container that does not exist.
 _MISSING_CONTAINER = re.compile(r"\b(NoSuchBucket|ContainerNotFound|status: 404\b)")
 _REFUSED = re.compile(r"\b(status: 403\b|status code: 403\b)")
+# A credential the client itself cannot use (e.g. an Azure key that is not base64).
+_BAD_CREDENTIAL = re.compile(r"\b(InvalidAccessKey|Invalid Access Key)\b")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -195,6 +197,8 @@ class ObstoreBackedStore(Store):
             kinds = set(_KIND.findall(str(err)))
             if "InvalidCertificate(" in repr(err):  # retrying cannot make it trusted
                 return "untrusted"
+            if _BAD_CREDENTIAL.search(str(err)):  # a malformed key stays malformed: not retried
+                return "denied"
             if "Timeout" in kinds:
                 return "stalled"
             if "Connect" in kinds:

@@ -24,6 +24,11 @@ from streaming.storage.base import MeteredWriter, ProgressFn, Store, stall_timeo
 from streaming.storage.urls import parse_sftp_url
 
 _logger = logging.getLogger(__name__)
+# paramiko logs a failed handshake's traceback from its transport thread; with no logging set
+# up, Python's last-resort handler printed it on stderr beside the clear error we raise. A
+# handler of its own stops that; an application that configures logging still receives the
+# records through propagation.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 __all__ = ["SFTPStore", "SFTPOptions"]
 

@@ -144,3 +144,31 @@ def test_a_writer_to_an_unreachable_server_starts_and_names_it(tmp_path: Any, ca
         chain.append(str(err))
         err = err.__cause__ or err.__context__
     assert any(f"sftp://user@127.0.0.1:{port}/data" in text for text in chain), chain
+
+
+_NOT_SSH = """
+import socket, threading, sys
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(5)
+def serve():
+    while True:
+        conn, _ = srv.accept(); conn.sendall(b"HTTP/1.1 400 Bad Request\\r\\n\\r\\n"); conn.close()
+threading.Thread(target=serve, daemon=True).start()
+from streaming.storage import open_store
+store = open_store(f"sftp://u:p@127.0.0.1:{srv.getsockname()[1]}/ds")
+try:
+    store.get("index.json")
+except ConnectionError as err:
+    print("RAISED", err)
+"""
+
+
+def test_a_failed_handshake_prints_no_paramiko_traceback() -> None:
+    """A server that is not SSH: our one clear error, and no traceback from paramiko's
+    transport thread on stderr (Python's last-resort log handler used to print it)."""
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NOT_SSH], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert "RAISED SFTP connection to sftp://u@127.0.0.1" in done.stdout
+    assert "protocol banner" in done.stdout
+    assert "Traceback" not in done.stderr, done.stderr

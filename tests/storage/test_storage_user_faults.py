@@ -48,6 +48,18 @@ def test_a_writer_with_a_wrong_secret_fails_at_once_naming_the_reason(
         MDSWriter(out=url, columns={"v": "int"})
 
 
+def test_a_malformed_azure_key_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key that is not base64 can never sign a request: access denied on the first attempt,
+    naming the reason, where it used to be retried as an unknown error. No server is needed:
+    the client fails before it connects (the endpoint is a closed port)."""
+    monkeypatch.setenv("AZURE_ACCOUNT_ACCESS_KEY", "not base64!!")
+    monkeypatch.setenv("AZURE_STORAGE_ENDPOINT", "http://127.0.0.1:1/devstoreaccount1")
+    store = open_store("azure://devstoreaccount1/container/ds")
+    with pytest.raises(AccessDeniedError, match=r"Access denied to azure://devstoreaccount1/"
+                                                r"container/ds/index.json: .*Invalid Access Key"):
+        store.get("index.json")
+
+
 def test_a_writer_to_a_missing_gcs_bucket_fails_before_any_work(gcs_server: Server,
                                                                  tmp_path: Any) -> None:
     store = open_store("gs://no-such-bucket-zz/ds", **gcs_server.options)
