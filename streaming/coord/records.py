@@ -211,7 +211,7 @@ def add_local_user(state_dir: str, local: str, namespace: str, has_remote: bool)
     users = local_users(state_dir, local)
     users[namespace] = has_remote
     _write_json(
-        local_index_path(state_dir, local), {"local": os.path.realpath(local), "users": users}
+        local_index_path(state_dir, local), {"local": os.path.abspath(local), "users": users}
     )
 
 
@@ -222,7 +222,7 @@ def remove_local_user(state_dir: str, local: str, namespace: str) -> None:
     if users.pop(namespace, None) is None:
         return
     if users:
-        _write_json(path, {"local": os.path.realpath(local), "users": users})
+        _write_json(path, {"local": os.path.abspath(local), "users": users})
     else:
         discard(path)
 
