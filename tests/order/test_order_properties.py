@@ -199,3 +199,32 @@ def test_resume_limit_is_the_padded_epoch(samples: int, ncn: int, nodes: int, ra
         rest = get_partitions('orig', samples, ncn, nodes, ranks, workers, batch,
                               limit - limit % nodes)
         assert not (rest != -1).any()
+
+
+@given(samples=st.integers(1, 3000), data=st.data(), ranks=st.integers(1, 4),
+       workers=st.integers(1, 3), batch=st.integers(1, 5), drop=st.integers(0, 200),
+       shuffled=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_orig_groups_of_nodes_equal_the_node_by_node_layout(
+        samples: int, data: st.DataObject, ranks: int, workers: int, batch: int, drop: int,
+        shuffled: bool) -> None:
+    """Short node sequences are read and laid out a group of nodes at a time; long ones node by
+    node: both must give the same partition (with and without an id table, more or fewer
+    physical than canonical nodes, padding columns, short rows and the cyclic fallback)."""
+    from streaming.order.partition import orig
+
+    base = data.draw(st.sampled_from([1, 2, 3, 4, 6, 8]))
+    ncn, nodes = (base, base * data.draw(st.sampled_from([1, 2, 3]))) if data.draw(
+        st.booleans()) else (base * data.draw(st.sampled_from([1, 2, 5])), base)
+    table = np.random.default_rng(samples).permutation(samples) if shuffled else None
+    args = (samples, ncn, nodes, ranks, workers, batch, drop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grouped = orig.partition_orig(*args, table=table)
+        saved = orig._GROUP_IDS
+        orig._GROUP_IDS = 0  # every node alone
+        try:
+            alone = orig.partition_orig(*args, table=table)
+        finally:
+            orig._GROUP_IDS = saved
+    np.testing.assert_array_equal(grouped, alone)

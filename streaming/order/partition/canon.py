@@ -122,3 +122,27 @@ class CanonicalMatrix:
             grid[-1, short_rows] -= 1
         flat = grid.reshape(-1)[begin - first * per:end - first * per]
         return self._take(flat)
+
+    def read_nodes(self, nodes: NDArray[np.int64], num_physical_nodes: int, begin: int,
+                   end: int) -> NDArray[np.int64]:
+        """Ids `[begin, end)` of several physical nodes' sequences at once: `(len(nodes),
+        end - begin)`, row `i` equal to `read(nodes[i], ...)`.
+
+        For partitions of many short node sequences (`device_per_stream` partitions each stream
+        over the canonical nodes), where a call per node cost more than its ids.
+        """
+        p, c = num_physical_nodes, self.c
+        nodes = np.asarray(nodes, np.int64)[:, None]
+        j = np.arange(begin, end, dtype=np.int64)[None, :]
+        if self._dense is not None:
+            return self._take(self._dense.T.reshape(-1)[j * p + nodes])
+        if p > c:
+            rows = nodes % c
+            cols = self.cols[nodes // c + j * self.ratio]
+        else:
+            per = c // p
+            rows = (j % per) * p + nodes
+            cols = np.broadcast_to(j // per, rows.shape)
+        starts = rows * self.n // c
+        short = (rows + 1) * self.n // c - starts < self.spc
+        return self._take(starts + cols - ((cols == self.spc - 1) & short))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["batches_per_worker", "lay_out_node", "rank_padding"]
+__all__ = ["batches_per_worker", "lay_out_node", "lay_out_nodes", "rank_padding"]
 
 # Elements moved per strided copy: small enough to stay in L2 across the per-rank passes.
 _CHUNK = 1 << 15
@@ -95,3 +95,22 @@ def lay_out_node(read: Callable[[int, int], NDArray[np.int64]], length: int,
         tail[len(rest):len(rest) + len(pad)] = read(low, int(pad.max()) + 1)[pad - low]
     block = tail.reshape(num_batches - main, num_workers, batch_size, num_ranks)
     out[:, :, main:, :] = block.transpose(3, 1, 0, 2)
+
+
+def lay_out_nodes(sequences: NDArray[np.int64], pad: NDArray[np.int64],
+                  out: NDArray[np.int64]) -> None:
+    """`lay_out_node` for several nodes at once, from their whole sequences.
+
+    Args:
+        sequences: `(nodes, length)`, each node's ids.
+        pad: Positions of the ids appended as rank padding (`rank_padding`).
+        out: The nodes' blocks, C-contiguous, shape `(nodes, R, W, NB, B)`.
+    """
+    num_nodes, num_ranks, num_workers, num_batches, batch_size = out.shape
+    length = sequences.shape[1]
+    padded = np.full((num_nodes, num_batches * num_workers * batch_size * num_ranks), -1,
+                     np.int64)
+    padded[:, :length] = sequences
+    padded[:, length:length + len(pad)] = sequences[:, pad]
+    block = padded.reshape(num_nodes, num_batches, num_workers, batch_size, num_ranks)
+    out[...] = block.transpose(0, 4, 2, 1, 3)

@@ -13,11 +13,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streaming.order.partition.canon import CanonicalMatrix, Table
-from streaming.order.partition.layout import batches_per_worker, lay_out_node, rank_padding
+from streaming.order.partition.layout import (
+    batches_per_worker,
+    lay_out_node,
+    lay_out_nodes,
+    rank_padding,
+)
 
 __all__ = ["Table", "get_partitions_orig", "partition_orig"]
 
 logger = logging.getLogger(__name__)
+
+# Ids read per group of nodes when node sequences are short (see `partition_orig`).
+_GROUP_IDS = 1 << 16
 
 _DIVISIBILITY = ('Either canonical or physical nodes must be evenly divisible by the other, '
                  'otherwise striping slices of shards over nodes may lead to each node '
@@ -55,6 +63,17 @@ def partition_orig(num_samples: int, num_canonical_nodes: int, num_physical_node
                                      batch_size)
     out = np.empty((num_physical_nodes, ranks_per_node, workers_per_rank, num_batches,
                     batch_size), np.int64)
+    # Short node sequences are read and laid out for a group of nodes at a time: a call per
+    # node cost ~60 us of overhead, which dominated partitions over many canonical nodes (each
+    # stream of `device_per_stream` is partitioned over all of them). Long ones go node by node,
+    # in cache-sized chunks.
+    group = _GROUP_IDS // max(node_len + len(pad), 1)
+    if group > 1:
+        for first in range(0, num_physical_nodes, group):
+            nodes = np.arange(first, min(first + group, num_physical_nodes), dtype=np.int64)
+            sequences = canon.read_nodes(nodes, num_physical_nodes, skip, skip + node_len)
+            lay_out_nodes(sequences, pad, out[first:first + len(nodes)])
+        return out
     for node in range(num_physical_nodes):
         def read(begin: int, end: int, node: int = node) -> NDArray[np.int64]:
             return canon.read(node, num_physical_nodes, skip + begin, skip + end)
