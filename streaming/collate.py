@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import default_collate, get_worker_info
+from torch.utils.data import default_collate, default_convert, get_worker_info
 
-__all__ = ["becomes_tensor", "collate_columns", "collate_samples", "torch_dtype_of"]
+__all__ = ["becomes_tensor", "collate_columns", "collate_samples", "convert_sample",
+           "torch_dtype_of"]
 
 # numpy dtype kinds torch builds tensors of (bool, signed, unsigned, float, complex).
 _TENSOR_KINDS = frozenset("biufc")
@@ -67,6 +68,16 @@ def collate_samples(batch: list[Any]) -> Any:
             return default_collate(batch)  # torch decides (and words) what happens
     return _to_tensors({key: _named_column(key, [sample[key] for sample in batch])
                         for key in keys})
+
+
+def convert_sample(sample: Any) -> Any:
+    """What `default_convert` makes of one sample (a loader with `batch_size=None`), except that
+    a `memoryview` column (`bytes_as_views`) stays a view, as `bytes` stays `bytes`, where
+    `default_convert` takes it for a sequence and makes a list of ints of it."""
+    if type(sample) is dict and any(type(value) is memoryview for value in sample.values()):
+        return {key: value if type(value) is memoryview else default_convert(value)
+                for key, value in sample.items()}
+    return default_convert(sample)
 
 
 def collate_columns(batch: dict[str, Any]) -> dict[str, Any]:

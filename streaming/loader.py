@@ -21,7 +21,7 @@ from torch import Tensor
 from torch.utils.data import BatchSampler, DataLoader
 
 from streaming.batch_ring import RingBatch, RingReader
-from streaming.collate import collate_samples
+from streaming.collate import collate_samples, convert_sample
 from streaming.dataset import StreamingDataset
 from streaming.latest_iteration import SuspendedIterations
 from streaming.loader_batched import WorkerStart, batch_sender, batched_path, own_collate
@@ -164,6 +164,8 @@ class StreamingDataLoader(DataLoader):
         if not self.batched and not own_collate(given_fn) and self._auto_collation:
             # default_collate's result, built column-wise (see `streaming.collate`).
             self.collate_fn = collate_samples
+        elif not self.batched and given_fn is None and not self._auto_collation:
+            self.collate_fn = convert_sample  # default_convert, keeping views whole
         self.num_samples_yielded = 0
         dataset = self._streaming_dataset()
         if dataset is not None and isinstance(self.batch_size, int):
@@ -172,6 +174,7 @@ class StreamingDataLoader(DataLoader):
         self._reporter = None if dataset is None else _node_reporter(
             dataset, metrics_path, metrics_interval, metrics_log_interval)
         self.iterating = 0  # iterations begun and not ended
+        self._closes = 0  # `close()` calls: an iteration begun before one ends
         # Each iteration's generator and the thread that made it (see `suspended_iterations`).
         self._iterations: weakref.WeakKeyDictionary[Iterator[Any], int] = \
             weakref.WeakKeyDictionary()
@@ -247,7 +250,7 @@ class StreamingDataLoader(DataLoader):
                                  self._stop_workers)
         self.iterating += 1  # (a dataset in use is never closed for a new one: lifecycle)
         try:
-            yield from self._timed(pending, counters, per_item)
+            yield from self._timed(pending, counters, per_item, self._closes)
         finally:
             self.iterating -= 1
             if not self.iterating and not self.persistent_workers:
@@ -259,10 +262,11 @@ class StreamingDataLoader(DataLoader):
                 self._stop_workers()
 
     def _timed(self, pending: Iterator[Any], counters: Any,
-               per_item: int | None) -> Iterator[Any]:
-        """`pending`'s batches, counted (each as `per_item` samples, else its length); an error
-        stops the workers first."""
-        while True:
+               per_item: int | None, closes: int) -> Iterator[Any]:
+        """`pending`'s batches, counted (each as `per_item` samples, else its length), until
+        the loader is closed (`closes` is its count of closes when this iteration began); an
+        error stops the workers first."""
+        while self._closes == closes:  # a batch in flight at `close()` has lost its slot
             asked = time.perf_counter()
             try:
                 batch = next(pending)
@@ -336,8 +340,16 @@ class StreamingDataLoader(DataLoader):
         Workers release their hold on the dataset's shared state as they exit, and the batch
         slots they filled that this process never mapped are unlinked. The dataset itself stays
         open for other loaders: close it with its own `close()` or `with` block. The loader
-        can be iterated again (new workers; the metrics file goes on).
+        can be iterated again (new workers; the metrics file goes on). Its iterations begun
+        before end: their next `next()` raises StopIteration.
         """
+        self._closes += 1  # an iteration another thread runs ends at its next batch
+        self.suspended_iterations().end()  # the suspended ones end now: workers, slots
+        self._release()
+
+    def _release(self) -> None:
+        """Stop the workers and the metrics reporter (all that `__del__` may do: an iteration
+        still alive holds this loader, so none is left to end then)."""
         self._stop_workers()
         reporter = getattr(self, "_reporter", None)
         if reporter is not None:
@@ -365,4 +377,4 @@ class StreamingDataLoader(DataLoader):
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        self._release()

@@ -106,3 +106,20 @@ def test_default_collation_keeps_a_column_of_views_a_list(images, monkeypatch) -
             assert type(batch["image"]) is list and len(batch["image"]) == 4
             assert all(type(v) is memoryview for v in batch["image"])
             assert [bytes(v) for v in batch["image"]] == values[:4]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loader_without_batches_hands_views_over_whole(images, workers) -> None:
+    """`batch_size=None`: torch's `default_convert` took each view for a sequence and made a
+    list of ints of it. In one process the sample keeps its view; out of a worker it is bytes."""
+    from streaming import StreamingDataLoader
+
+    data, values = images
+    with StreamingDataset(local=data, batch_size=1, bytes_as_views=True) as ds:
+        loader = StreamingDataLoader(ds, batch_size=None, num_workers=workers, timeout=120 * (
+            workers > 0))
+        samples = list(loader)
+        loader.close()
+    kind = memoryview if workers == 0 else bytes
+    assert all(type(s["image"]) is kind for s in samples)
+    assert {s["label"]: bytes(s["image"]) for s in samples} == dict(enumerate(values))

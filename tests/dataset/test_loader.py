@@ -29,6 +29,37 @@ def test_two_workers_reproduce_the_rank_order(ints30, cache_dir) -> None:
     assert ids(loader) == expected  # second epoch, fresh workers
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_close_ends_the_live_iteration(ints30, cache_dir, workers) -> None:
+    """`close()` ends an iteration begun before it: the next `next()` is StopIteration. Without
+    workers it went on to the epoch's end; with them, a batch in flight had lost its ring slot
+    (FileNotFoundError)."""
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers)
+    it = iter(loader)
+    assert next(it)["v"].tolist() == [0, 1, 2, 3]
+    loader.close()
+    with pytest.raises(StopIteration):
+        next(it)
+    assert loader.state_dict()["sample_in_epoch"] == 4
+    assert ids(loader)[0] == [0, 1, 2, 3]  # and it iterates again, from its start
+
+
+def test_close_from_another_thread_ends_the_iteration_at_its_next_batch(ints30,
+                                                                      cache_dir) -> None:
+    import threading
+
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=0)
+    seen = []
+    for batch in loader:
+        seen.append(batch["v"].tolist())
+        closer = threading.Thread(target=loader.close)
+        closer.start()
+        closer.join()
+    assert seen == [[0, 1, 2, 3]]
+
+
 @pytest.mark.parametrize("workers_before,workers_after", [(2, 1), (0, 2)])
 def test_resume_mid_epoch_with_other_worker_count(ints30, cache_dir, workers_before,
                                                   workers_after) -> None:
