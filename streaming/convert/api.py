@@ -41,6 +41,13 @@ def detect_format(src: Any) -> str:
         root = paths[0]
         if any(os.path.exists(os.path.join(root, marker)) for marker in _HF_MARKERS):
             return "hf"
+        index = _dataset_index_in(root)
+        if index is not None:
+            raise ConversionError(
+                f"{root} holds a streaming dataset already ({index}), not data to convert: "
+                "read it with StreamingDataset (or `streaming head`), or point at the raw "
+                "files. To convert other files in that folder anyway, choose the format with "
+                "format=... (`--format`).")
         names = [n for _, _, files in os.walk(root) for n in files]
         kinds = {k for k in map(_format_of_file, names) if k}
         if len(kinds) > 1 and "jsonl" in kinds and not any(
@@ -60,6 +67,23 @@ def detect_format(src: Any) -> str:
         return str(per_file.pop())
     raise ConversionError(f"Cannot tell the format of {src!r} from its extension; choose one "
                           f"of {', '.join(FORMATS)} with format=... (`--format`).")
+
+
+def _dataset_index_in(root: str) -> str | None:
+    """The first `index.json` under `root` that is a streaming dataset's (a `shards` list), if
+    any: detection would take it for a JSON-lines file and convert the index as one sample."""
+    for dirpath, _, names in os.walk(root):
+        if "index.json" not in names:
+            continue
+        path = os.path.join(dirpath, "index.json")
+        try:
+            with open(path, "rb") as file:
+                head = file.read(1 << 16)
+        except OSError:
+            continue
+        if head.lstrip().startswith(b"{") and b'"shards"' in head:
+            return path
+    return None
 
 
 def _has_images(root: str) -> bool:

@@ -31,21 +31,33 @@ def list_image_folder(root: str, extensions: Sequence[str] = IMAGE_EXTENSIONS
                       ) -> tuple[list[str], list[tuple[str, int]]]:
     """``(classes, [(path, label), ...])`` of a class-per-subfolder image tree.
 
+    Every subfolder is a class, as in torchvision's `ImageFolder`, and, as there, one without
+    images is refused: counted as a class, it would shift the labels of the classes after it.
+
     Raises:
-        ConversionError: no class folder with images under `root`.
+        ConversionError: no class folder with images under `root`, or a class folder without.
     """
     if not os.path.isdir(root):
         raise ConversionError(f"Image folder {root!r} is not a directory.")
     classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
     files: list[tuple[str, int]] = []
+    empty = []
     for label, name in enumerate(classes):
         found = sorted(
             os.path.join(dirpath, f) for dirpath, _, names in os.walk(os.path.join(root, name))
             for f in names if f.lower().endswith(tuple(extensions)))
         files += [(path, label) for path in found]
+        if not found:
+            empty.append(name)
     if not files:
         raise ConversionError(f"No images ({', '.join(extensions)}) in class subfolders of "
                               f"{root!r}.")
+    if empty:
+        raise ConversionError(
+            f"Class folders of {root!r} without images ({', '.join(extensions)}): "
+            f"{', '.join(empty)}. Every subfolder is a class, so each would take a label and "
+            "shift those of the classes after it; remove or move them (torchvision's "
+            "ImageFolder refuses them too).")
     return classes, files
 
 

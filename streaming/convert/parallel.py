@@ -102,7 +102,8 @@ def _write_one(write: WriteTask, task: Any, out: Any, columns: Mapping[str, str]
 def _refuse_inputs_inside(out: Any, inputs: Sequence[str], exist_ok: bool) -> None:
     """Refuse a local output directory that is, or holds, one of the inputs: clearing it
     (`exist_ok`) would delete the inputs before they were read, and writing into it would mix
-    the dataset with them."""
+    the dataset with them. One inside an input folder is refused too: the next conversion of
+    that folder would read the dataset's files as input (an image folder's as a class)."""
     local = out[0] if isinstance(out, (tuple, list)) else out
     if not isinstance(local, (str, os.PathLike)) or scheme_of(os.fspath(local)):
         return
@@ -116,6 +117,11 @@ def _refuse_inputs_inside(out: Any, inputs: Sequence[str], exist_ok: bool) -> No
             raise ConversionError(
                 f"The output directory {os.fspath(local)!r} holds the input {path!r}: writing "
                 f"the dataset there would {harm}. Choose an output directory outside the inputs.")
+        if os.path.isdir(real) and os.path.commonpath([root, real]) == real:
+            raise ConversionError(
+                f"The output directory {os.fspath(local)!r} is inside the input folder "
+                f"{path!r}: converting that folder again would read the dataset's files as "
+                f"input. Choose an output directory outside the inputs.")
 
 
 def _resolve_out(out: Any, exist_ok: bool) -> tuple[str, str | None, bool]:

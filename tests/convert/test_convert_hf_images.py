@@ -79,6 +79,24 @@ def test_image_folder_keeps_bytes_and_reencodes_the_odd_file(tmp_path: Any) -> N
     assert not os.path.exists(tmp_path / "x")
 
 
+def test_image_folder_refuses_an_empty_class_and_an_output_inside_it(tmp_path: Any) -> None:
+    """An output inside the image folder became a class of its next conversion (`--exist-ok`),
+    and every class after it shifted its label; an empty class folder did the same."""
+    root = tmp_path / "imgs"
+    for cls in ("cat", "dog"):
+        (root / cls).mkdir(parents=True)
+        (root / cls / "0.jpg").write_bytes(_image_bytes("JPEG", 10))
+    with pytest.raises(ConversionError, match="is inside the input folder"):
+        imagefolder_to_mds(str(root), str(root / "aout"), num_workers=0)
+    assert not os.path.exists(root / "aout")
+    (root / "bird").mkdir()
+    with pytest.raises(ConversionError, match=r"without images .*: bird\. Every subfolder"):
+        imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0)
+    (root / "bird").rmdir()
+    result = imagefolder_to_mds(str(root), str(tmp_path / "out"), num_workers=0)
+    assert result.details["classes"] == ["cat", "dog"]
+
+
 def test_image_folder_refuses_a_file_that_is_not_an_image(tmp_path: Any) -> None:
     """A file named .jpg that holds text used to be stored as it was (its name matched the
     column): the conversion passed and training crashed on that sample later."""

@@ -88,6 +88,16 @@ def test_detect_format(tmp_path: Any) -> None:
     assert detect_format(pa.table({"a": [1]})) == "hf"
 
 
+def test_a_folder_holding_a_dataset_is_not_taken_for_json_lines(tmp_path: Any) -> None:
+    """Its index.json was converted as a JSON-lines file of one sample (exit 0)."""
+    from streaming import MDSWriter
+
+    with MDSWriter(out=str(tmp_path / "mds"), columns={"x": "int"}) as writer:
+        writer.write({"x": 1})
+    with pytest.raises(ConversionError, match=r"holds a streaming dataset already .*index\.json"):
+        detect_format(str(tmp_path / "mds"))
+
+
 @pytest.mark.parametrize("kind", ["csv", "jsonl"])
 def test_a_column_only_a_later_text_file_has_is_refused_not_dropped(tmp_path: Any,
                                                                     kind: str) -> None:
