@@ -128,16 +128,34 @@ class ShardFiles:
 
     # -- changes ---------------------------------------------------------------------------
 
-    def remove(self, which: int) -> int:
-        """Delete the files of a form that exist; returns their bytes per the index."""
+    def remove(self, which: int, only_as_indexed: bool = False) -> int:
+        """Delete the files of a form that exist; returns their bytes per the index.
+
+        A file reached through a symlinked directory that leads out of `local_dir` is never
+        deleted (an index naming ``link/file`` deleted the file the link led to). With
+        `only_as_indexed`, neither is one whose size differs from the index's: the cache
+        writes whole files of the indexed size, so anything else is not its to delete (an index
+        naming a file of the user's, in the folder given as `local`, deleted it).
+        """
         freed = 0
         for info in self.form(which):
+            path = self.path(info)
+            if not self._inside(path):
+                continue
             try:
-                os.remove(self.path(info))
+                if only_as_indexed and os.stat(path).st_size != info.bytes:
+                    continue
+                os.remove(path)
             except FileNotFoundError:
                 continue
             freed += info.bytes
         return freed
+
+    def _inside(self, path: str) -> bool:
+        """Whether `path`'s directory is, once symlinks are resolved, inside `local_dir`."""
+        root = os.path.realpath(self.local_dir)
+        parent = os.path.realpath(os.path.dirname(path))
+        return os.path.commonpath([root, parent]) == root
 
     def reconcile(self, listing: set[str], keep_zip: bool, sole_copy: bool = False) -> int:
         """Bring the shard's files to a state the cache can trust; return the bytes kept.
@@ -150,30 +168,33 @@ class ShardFiles:
 
         `sole_copy` (no remote holds the shard): raw files without their zip are the data
         itself (a cache filled with a remote, then read local-only) and are kept; the reference
-        deleted them, and the dataset with them.
+        deleted them, and the dataset with them. So are the files of a partial form there (a
+        JSONL shard that lost its `.meta` kept its data file only until it was opened).
+        Deletions here take only files of the size the index gives (see `remove`).
 
         Raises:
             ValueError: a compressed form exists although the shard was not compressed.
         """
-        has_raw, has_zip = (self._keep_whole(which, listing) for which in (RAW, ZIP))
+        has_raw, has_zip = (self._keep_whole(which, listing, sole_copy) for which in (RAW, ZIP))
         if self.compressed:
             if keep_zip and has_raw and not has_zip and not sole_copy:
-                self.remove(RAW)
+                self.remove(RAW, only_as_indexed=True)
                 has_raw = False
             elif not keep_zip and has_raw and has_zip:
-                self.remove(ZIP)
+                self.remove(ZIP, only_as_indexed=True)
                 has_zip = False
         elif has_zip:
             raise ValueError("Shard is invalid: compression was not used, but has a compressed "
                              "form.")
         return (self.raw_bytes if has_raw else 0) + ((self.zip_bytes or 0) if has_zip else 0)
 
-    def _keep_whole(self, which: int, listing: set[str]) -> bool:
-        """Whether a form is wholly listed; a partially listed one is deleted."""
+    def _keep_whole(self, which: int, listing: set[str], sole_copy: bool) -> bool:
+        """Whether a form is wholly listed; a partially listed one is deleted, unless it is the
+        only copy of its data."""
         infos = self.form(which)
         listed = sum(self.path(info) in listing for info in infos)
-        if 0 < listed < len(infos):
-            self.remove(which)
+        if 0 < listed < len(infos) and not sole_copy:
+            self.remove(which, only_as_indexed=True)
         return bool(infos) and listed == len(infos)
 
 

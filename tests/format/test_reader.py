@@ -94,6 +94,49 @@ def test_split_shard_partial_form_is_deleted(tmp_path) -> None:
         "index.json", "shard.00000.json.gz", "shard.00000.json.meta.gz"]
 
 
+def test_a_partial_form_that_is_the_only_copy_is_kept(tmp_path) -> None:
+    """A local-only JSONL shard that lost its `.meta`: its data file was deleted on opening."""
+    with JSONWriter(columns={"a": "int"}, out=str(tmp_path)) as writer:
+        writer.write({"a": 1})
+    reader = load_readers(str(tmp_path))[0]
+    os.remove(tmp_path / "shard.00000.json.meta")
+    assert reader.set_up_local(listing(tmp_path), False, sole_copy=True) == 0
+    assert (tmp_path / "shard.00000.json").exists()
+    assert reader.set_up_local(listing(tmp_path), False) == 0  # a cache: the remote has it
+    assert not (tmp_path / "shard.00000.json").exists()
+
+
+def test_a_file_of_another_size_than_indexed_is_not_deleted(tmp_path) -> None:
+    """An index naming a user's file in the cache folder as half of a shard deleted it when the
+    other half was missing."""
+    with JSONWriter(columns={"a": "int"}, out=str(tmp_path / "ds")) as writer:
+        writer.write({"a": 1})
+    reader = load_readers(str(tmp_path / "ds"))[0]
+    data = tmp_path / "ds" / "shard.00000.json"
+    os.remove(tmp_path / "ds" / "shard.00000.json.meta")
+    data.write_text("the user's notes, not the shard")
+    assert reader.set_up_local(listing(tmp_path / "ds"), False) == 0
+    assert data.read_text() == "the user's notes, not the shard"
+
+
+def test_a_file_behind_a_symlinked_directory_is_never_deleted(tmp_path) -> None:
+    """An index naming ``link/secrets.env``, with ``link`` a symlink out of the folder, deleted
+    the file the link led to."""
+    from streaming.format.shard_files import RAW, ShardFiles
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secrets.env").write_bytes(b"k" * 8)
+    root = tmp_path / "ds"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "own.bin").write_bytes(b"o" * 8)
+    os.symlink(outside, root / "link")
+    files = ShardFiles(str(root), ((FileInfo("link/secrets.env", 8, {}), None),
+                                   (FileInfo("sub/own.bin", 8, {}), None)), None)
+    assert files.remove(RAW) == 8  # its own file only
+    assert (outside / "secrets.env").exists() and not (root / "sub" / "own.bin").exists()
+
+
 def test_evict_counts_index_sizes_of_present_files(zipped) -> None:
     root, reader = zipped
     assert reader[0] == {"a": 0}
