@@ -213,7 +213,9 @@ class IndexCache:
         if os.path.exists(self.path):
             with open(self.path, "rb") as f:
                 old = f.read()
-            if old == loaded.text:
+            # The same text from the remote that filled the cache vouches for every file; from
+            # another remote it says nothing of the files kept on their size alone.
+            if old == loaded.text and origin in (None, loaded.where):
                 self._record_origin(origin, loaded.where)
                 return
             try:

@@ -92,6 +92,23 @@ def test_a_cache_reused_for_another_remote_takes_nothing_of_the_first(
         assert ds.cache_usage > 0 and [s["v"] for s in ds] == list(range(1000, 1025))
 
 
+def test_another_remote_with_the_very_same_index_text_takes_nothing_of_the_first(
+        make_ints, cache_dir, caplog) -> None:
+    """Two datasets of the same shape (same sizes, no digests) have byte-identical indexes: the
+    cached copy of A's index read as B's, so A's shards were served as B's samples."""
+    first = make_ints(range(30))
+    other = make_ints(range(1000, 1030))
+    with open(os.path.join(first, "index.json"), "rb") as a, \
+            open(os.path.join(other, "index.json"), "rb") as b:
+        assert a.read() == b.read()
+    local = cache_dir()
+    with StreamingDataset(remote=first, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    with StreamingDataset(remote=other, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(1000, 1030))
+    assert f"was filled from {first}, not {other}" in caplog.text
+
+
 def test_a_same_size_rewrite_with_digests_is_fetched_again(make_ints, cache_dir) -> None:
     remote = make_ints(range(30), hashes=["xxh64"])
     local = cache_dir()
