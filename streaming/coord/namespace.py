@@ -175,14 +175,15 @@ class Namespace:
                 if edit.changed:
                     write_record(self.state_dir, edit.record)
 
-    def _create_or_attach(self, obj: str, size: int, init: Callable[[ShmBlock], None]) -> ShmBlock:
+    def _create_or_attach(self, obj: str, size: int, init: Callable[[ShmBlock], None], *,
+                          reserve: bool = False) -> ShmBlock:
         """Attach the namespace's block `obj`, creating and initialising it if it is new."""
         self.ensure_attached()
         name = block_name(self.name, obj)
         with self._editing() as edit:
             if name in edit.record.blocks:
                 return ShmBlock.attach(name, size)
-            block = edit.fresh_block(name, size)
+            block = edit.fresh_block(name, size, reserve)
             init(block)
         return block
 
@@ -215,7 +216,8 @@ class Namespace:
             if fill != 0 and count:
                 np.frombuffer(block.buf, dtype, count)[:] = fill
 
-        block = self._create_or_attach(obj, max(count * dtype.itemsize, 1), init)
+        block = self._create_or_attach(obj, max(count * dtype.itemsize, 1), init,
+                                       reserve=fill != 0 and count > 0)  # written whole now
         return SharedArray(block.name, dtype, shape, owner=self, block=block)
 
     def scalar(self, obj: str, dtype: DTypeLike = np.int64, *, fill: Any = 0) -> SharedScalar:
@@ -290,10 +292,10 @@ class _Edit:
         self.record = record
         self.changed = False
 
-    def fresh_block(self, name: str, size: int) -> ShmBlock:
-        """Create block `name` and record it."""
+    def fresh_block(self, name: str, size: int, reserve: bool = False) -> ShmBlock:
+        """Create block `name` and record it (`ShmBlock.create`'s `reserve`)."""
         unlink_block(name)  # an unrecorded leftover (crash between create and record)
-        block = ShmBlock.create(name, size)
+        block = ShmBlock.create(name, size, reserve)
         self.record.blocks.append(name)
         self.changed = True
         return block

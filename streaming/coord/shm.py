@@ -8,6 +8,7 @@ file descriptor (mmap's own duplicate), released when the mapping is closed or c
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import re
@@ -38,6 +39,33 @@ def _path(name: str) -> str:
     return "/" + name
 
 
+def _no_room(name: str, size: int, cause: OSError | None = None) -> OSError:
+    free = _free_bytes()
+    err = OSError(
+        errno.ENOSPC,
+        f"No room in {SHM_DIR} for shared block {name} ({size:,} bytes; "
+        f"{'unknown' if free is None else f'{free:,}'} bytes free). Free it (blocks of dead "
+        f"jobs are removed at the next start), or give the container more shared memory "
+        f"(Docker: --shm-size, or --ipc=host)")
+    err.__cause__ = cause
+    return err
+
+
+def _free_bytes() -> int | None:
+    try:
+        stats = os.statvfs(SHM_DIR)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize
+
+
+def _check_room(name: str, size: int) -> None:
+    """Refuse a block /dev/shm could not hold whole (see `ShmBlock.create`)."""
+    free = _free_bytes()
+    if free is not None and free < size:
+        raise _no_room(name, size)
+
+
 def random_name() -> str:
     """A fresh name for an anonymous block, like `multiprocessing.shared_memory` makes."""
     return f"psm_{secrets.token_hex(8)}"
@@ -61,19 +89,26 @@ class ShmBlock:
 
         With `reserve`, its pages are allocated now: a full /dev/shm (Docker's default is 64
         MiB) is then an ENOSPC here, not a SIGBUS at the first write to a page the tmpfs
-        cannot supply. Blocks written sparsely (coordination arrays) are left unreserved.
+        cannot supply. Blocks written sparsely (coordination arrays) are left unreserved, but
+        one larger than the room left in /dev/shm is refused the same way: written whole, it
+        would end the process with a SIGBUS and no Python error at all.
 
         Raises:
             FileExistsError: A block of that name exists.
-            OSError: ENOSPC, with `reserve`: /dev/shm has no room for it.
+            OSError: ENOSPC: /dev/shm has no room for it.
         """
         if size <= 0:
             raise ValueError(f"Shared memory size must be positive, got {size}")
+        if not reserve:
+            _check_room(name, size)
         fd = _posixshmem.shm_open(_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, _MODE)
         try:
             os.ftruncate(fd, size)
             if reserve:
-                os.posix_fallocate(fd, 0, size)
+                try:
+                    os.posix_fallocate(fd, 0, size)
+                except OSError as err:
+                    raise _no_room(name, size, err) from None
             mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)

@@ -228,3 +228,31 @@ def test_lock_reentry_fails_fast_instead_of_deadlocking(tmp_path) -> None:
     with lock, pytest.raises(CoordinationError, match="not reentrant"):
         lock.acquire()
     assert time.monotonic() - start < 15 and not lock.held  # not the 30 s timeout
+
+
+def test_a_block_dev_shm_cannot_hold_is_a_clear_enospc(monkeypatch) -> None:
+    """A block larger than the room left in /dev/shm, written whole, ended the process with a
+    SIGBUS and no Python error (Docker's 64 MiB default, filled by other jobs)."""
+    import errno
+
+    from streaming.coord import shm
+
+    name = shm.random_name()
+    monkeypatch.setattr(shm, "_free_bytes", lambda: 1000)
+    with pytest.raises(OSError, match=r"No room in /dev/shm for shared block .* \(4,096 bytes; "
+                                      r"1,000 bytes free\).*--shm-size") as info:
+        ShmBlock.create(name, 4096)
+    assert info.value.errno == errno.ENOSPC
+    assert not shm.block_exists(name)  # nothing left behind
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shm, "_free_bytes", lambda: None)
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No room in /dev/shm") as info:
+        ShmBlock.create(name, 4096, reserve=True)
+    assert info.value.errno == errno.ENOSPC and not shm.block_exists(name)
+    block = ShmBlock.create(name, 4096)  # sparse, with the room unknown: made
+    block.close()
+    block.unlink()
