@@ -73,19 +73,26 @@ class LocalDataset(Array, Dataset):
     Args:
         local: dataset directory holding ``index.json`` (or ``<split>/index.json``).
         split: optional split subdirectory.
+        allow_unsafe_types: decode columns that run code when decoded (``pkl``), as
+            `StreamingDataset`'s argument of that name. Ours: the reference's `LocalDataset`
+            unpickled them unasked, so a dataset from a stranger ran its code on first read.
 
     Raises:
         FileNotFoundError: no index file; or the shards are there only compressed
             (`streaming.errors.ShardUnavailableError`, naming what to do instead).
         ValueError: a malformed index (`streaming.errors.IndexFormatError`), including the
-            reference's ``Unsupported streaming data version`` message.
+            reference's ``Unsupported streaming data version`` message; a ``pkl`` column
+            without `allow_unsafe_types`.
     """
 
-    def __init__(self, local: str, split: str | None = None) -> None:
+    def __init__(self, local: str, split: str | None = None, *,
+                 allow_unsafe_types: bool = False) -> None:
         split = split or ""
         self.local = os.path.expanduser(local)
         self.split = split
         self.shards: list[Reader] = load_readers(local, split)
+        for shard in self.shards:
+            shard.validate(allow_unsafe_types)
         _read_where_they_lie(self.shards)
         _refuse_compressed_only(self.shards, local)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)

@@ -131,3 +131,15 @@ def test_a_merged_index_with_a_compressed_part_is_refused_naming_it(tmp_path) ->
     merge_index(str(tmp_path))
     with pytest.raises(ShardUnavailableError, match=r"compressed \(zstd: part1/shard.00000"):
         LocalDataset(str(tmp_path))
+
+
+def test_pickled_columns_need_the_opt_in(tmp_path) -> None:
+    """The reference's LocalDataset unpickled a stranger's `pkl` column on first read (running
+    its code); as StreamingDataset does, it now asks for `allow_unsafe_types=True`."""
+    from streaming.errors import UnsafeTypeError
+
+    with MDSWriter(out=str(tmp_path), columns={"o": "pkl"}) as writer:
+        writer.write({"o": {"a": 1}})
+    with pytest.raises(UnsafeTypeError, match="Column o contains an unsafe type: pkl"):
+        LocalDataset(str(tmp_path))
+    assert LocalDataset(str(tmp_path), allow_unsafe_types=True)[0] == {"o": {"a": 1}}

@@ -82,7 +82,7 @@ def _verify(path: str, algo: str | None, info: FileInfo, data: bytes | None = No
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
-    if get_hash(algo, data) != info.hashes[algo]:
+    if get_hash(algo, data) != info.hashes[algo].lower():  # hex: an index may write it upper
         raise HashMismatchError(f"Checksum failure: {path}")
     return PrepareResult(hash_seconds=time.perf_counter() - start, hashed_bytes=len(data))
 

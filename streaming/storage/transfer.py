@@ -189,7 +189,7 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
                 f"Downloaded {count} bytes of {url}, expected {expected_size}")
         if hash_algo and expected_hash is not None:
             actual = hash_file(hash_algo, tmp)
-            if actual != expected_hash:
+            if actual != expected_hash.lower():  # hex digests: an index may write them upper
                 raise HashMismatchError(
                     f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, "
                     f"expected {expected_hash})")

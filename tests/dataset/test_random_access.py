@@ -49,6 +49,26 @@ def test_compressed_and_hashed(make_ints, cache_dir) -> None:
         assert ds.egress["bytes"] > 0
 
 
+@pytest.mark.parametrize("validate_hash", [None, "sha1", "xxh64"])
+def test_digests_written_in_upper_case_are_read(make_ints, cache_dir, validate_hash) -> None:
+    """Hex digests are case-free: an index written with upper-case ones (by another tool)
+    failed every download on the fast digest check, where the reference read it."""
+    import json
+
+    remote = make_ints(range(20), compression="zstd", hashes=["sha1", "xxh64"])
+    path = os.path.join(remote, "index.json")
+    with open(path) as f:
+        index = json.load(f)
+    for shard in index["shards"]:
+        for key in ("raw_data", "zip_data"):
+            shard[key]["hashes"] = {k: v.upper() for k, v in shard[key]["hashes"].items()}
+    with open(path, "w") as f:
+        json.dump(index, f)
+    with StreamingDataset(remote=remote, local=cache_dir(), batch_size=4,
+                          validate_hash=validate_hash) as ds:
+        assert [s["v"] for s in ds] == list(range(20))
+
+
 def test_keep_zip(make_ints, cache_dir) -> None:
     remote = make_ints(range(10), compression="zstd")
     local = cache_dir()
