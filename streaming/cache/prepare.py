@@ -145,7 +145,7 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     if not fetched_now:  # fetched files were verified in flight
         out += _verify(zip_path, src.validate_hash, zip_, data)
     start = time.perf_counter()
-    raw_data = _decompress(src, files, zip_path, data)
+    raw_data = _decompress(src, files, zip_path, data, raw.bytes or None)
     out += PrepareResult(decompress_seconds=time.perf_counter() - start,
                          decompressed_bytes=len(raw_data))
     write_atomic(raw_path, [raw_data])
@@ -154,14 +154,16 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     return out
 
 
-def _decompress(src: ShardSource, files: ShardFiles, zip_path: str, data: bytes) -> bytes:
+def _decompress(src: ShardSource, files: ShardFiles, zip_path: str, data: bytes,
+                limit: int | None) -> bytes:
     """The raw bytes of a compressed file, or a `ShardFormatError` naming it.
 
     A corrupt compressed file that can be fetched again is deleted, so the next attempt
-    downloads a fresh copy; one that is the only copy (no remote) is left alone.
+    downloads a fresh copy; one that is the only copy (no remote) is left alone. Decoding stops
+    past `limit` bytes (the raw file's size in the index).
     """
     try:
-        return decompress_file(files.compression, data, zip_path)
+        return decompress_file(files.compression, data, zip_path, limit)
     except ShardFormatError:
         if src.store is not None:
             os.remove(zip_path)

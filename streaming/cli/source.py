@@ -157,7 +157,7 @@ def materialize(source: DatasetSource, raw: FileInfo, packed: FileInfo | None,
         return path
     path, copied = source.file_bytes(packed.basename, scratch, packed)
     with open(path, "rb") as file:
-        data = decompress_file(compression, file.read(), packed.basename)
+        data = decompress_file(compression, file.read(), packed.basename, raw.bytes or None)
     if copied:
         os.remove(path)
     os.makedirs(os.path.dirname(dest), exist_ok=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib
+import zlib
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -65,6 +66,15 @@ class Compression:
     def decompress(self, data: bytes) -> bytes:
         raise NotImplementedError
 
+    def decompress_at_most(self, data: bytes, limit: int) -> bytes:
+        """`decompress`, giving up once the output would pass `limit` bytes (a compressed
+        file's index entry says what it holds): a few KB that expand to gigabytes must fail
+        before they are held in memory. More than `limit` bytes returned means the data holds
+        more than that; what is returned then stays near the limit (brotli's output buffer
+        grows in steps: up to about twice it, plus 32 KB). Families without a bounded decoder (one
+        registered by a user) decode whole."""
+        return self.decompress(data)
+
 
 class LevelledCompression(Compression):
     """A family with levels; `<ext>` means its default level.
@@ -108,6 +118,13 @@ class Brotli(LevelledCompression):
     def decompress(self, data: bytes) -> bytes:
         return _library("brotli", "brotli").decompress(data)
 
+    def decompress_at_most(self, data: bytes, limit: int) -> bytes:
+        decoder = _library("brotli", "brotli").Decompressor()
+        out = decoder.process(data, output_buffer_limit=limit + 1)
+        if len(out) <= limit and not decoder.is_finished():
+            return self.decompress(data)  # a truncated stream: the library's own error
+        return out
+
 
 class Bzip2(LevelledCompression):
     """Bzip2, levels 1-9, default 9."""
@@ -121,6 +138,9 @@ class Bzip2(LevelledCompression):
 
     def decompress(self, data: bytes) -> bytes:
         return bz2.decompress(data)
+
+    def decompress_at_most(self, data: bytes, limit: int) -> bytes:
+        return _streams_at_most(bz2.BZ2Decompressor, data, limit, self.decompress)
 
 
 class Gzip(LevelledCompression):
@@ -146,6 +166,9 @@ class Gzip(LevelledCompression):
     def decompress(self, data: bytes) -> bytes:
         return gzip.decompress(data)
 
+    def decompress_at_most(self, data: bytes, limit: int) -> bytes:
+        return _streams_at_most(lambda: zlib.decompressobj(31), data, limit, self.decompress)
+
 
 class Snappy(Compression):
     """Snappy raw block format (not framed), no levels."""
@@ -157,6 +180,12 @@ class Snappy(Compression):
 
     def decompress(self, data: bytes) -> bytes:
         return _library("snappy", "python-snappy").decompress(data)
+
+    def decompress_at_most(self, data: bytes, limit: int) -> bytes:
+        declared = _varint(data)  # a raw snappy block starts with its decoded length
+        if declared is not None and declared > limit:
+            return bytes(limit + 1)
+        return self.decompress(data)
 
 
 def _readonly_bytes(data: Any) -> Any:
@@ -177,6 +206,56 @@ class Zstandard(LevelledCompression):
 
     def decompress(self, data: bytes) -> bytes:
         return _library("zstd", "zstd").decompress(_readonly_bytes(data))
+
+    def decompress_at_most(self, data: bytes, limit: int) -> bytes:
+        # The `zstd` package decodes only frames that declare their size, into a buffer of
+        # that size: a size past the limit is refused before anything is allocated.
+        declared = _zstd_content_size(data)
+        if declared is not None and declared > limit:
+            return bytes(limit + 1)
+        return self.decompress(data)
+
+
+def _zstd_content_size(data: bytes) -> int | None:
+    """The content size a zstd frame's header declares (RFC 8878 3.1.1.1), if it does."""
+    if len(data) < 6 or data[:4] != b"\x28\xb5\x2f\xfd":
+        return None
+    descriptor = data[4]
+    single_segment = bool(descriptor & 0x20)
+    size_bytes = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+    if not size_bytes:
+        return None
+    start = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 0x03]
+    field = data[start:start + size_bytes]
+    if len(field) < size_bytes:
+        return None
+    return int.from_bytes(field, "little") + (256 if size_bytes == 2 else 0)
+
+
+def _varint(data: bytes) -> int | None:
+    """A little-endian base-128 varint at the start of `data` (at most 5 bytes), if any."""
+    value = 0
+    for shift, byte in enumerate(data[:5]):
+        value |= (byte & 0x7F) << (7 * shift)
+        if not byte & 0x80:
+            return value
+    return None
+
+
+def _streams_at_most(make: Any, data: bytes, limit: int, whole: Any) -> bytes:
+    """Decode concatenated streams (gzip members, bzip2 streams) up to ``limit + 1`` bytes;
+    data a decoder cannot finish goes to `whole`, for the library's own error."""
+    out = bytearray()
+    rest = data
+    while rest:
+        decoder = make()
+        out += decoder.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit:
+            return bytes(out)
+        if not decoder.eof:
+            return whole(data)  # truncated or corrupt: decoded whole, it raises
+        rest = decoder.unused_data
+    return bytes(out)
 
 
 _families: dict[str, type[Compression]] = {}
@@ -251,19 +330,32 @@ def decompress(algo: str | None, data: bytes) -> bytes:
     return get_compression(algo).decompress(data)
 
 
-def decompress_file(algo: str | None, data: bytes, name: str) -> bytes:
+def decompress_file(algo: str | None, data: bytes, name: str,
+                    limit: int | None = None) -> bytes:
     """`decompress` the contents of the file `name`, whose corruption (each library has its own
     error type: zstd.Error, OSError, brotli.error...) is a `ShardFormatError` naming it.
 
+    Args:
+        limit: the most bytes it may hold (its raw file's size in the index); decoding stops
+            past it (see `Compression.decompress_at_most`).
+
     Raises:
-        ShardFormatError: the data is not a valid `algo` stream.
+        ShardFormatError: the data is not a valid `algo` stream, or holds more than `limit`.
         MissingDependencyError: the library for `algo` is not installed.
     """
     try:
-        return decompress(algo, data)
+        if algo is None or limit is None:
+            out = decompress(algo, data)
+        else:
+            out = get_compression(algo).decompress_at_most(data, limit)
     except ImportError:
         raise
     except Exception as err:
         first = str(err).strip().split("\n", 1)[0]
         raise ShardFormatError(f"Shard file {name} cannot be decompressed as {algo}: "
                                f"{type(err).__name__}: {first}") from err
+    if limit is not None and len(out) > limit:
+        raise ShardFormatError(
+            f"Shard file {name} decompresses to more than the {limit:,} bytes its index entry "
+            f"gives (a {len(data):,}-byte {algo} file): refused before it was expanded.")
+    return out

@@ -372,3 +372,29 @@ def test_workers_of_a_plain_loader_collected_after_an_error_end_by_themselves(
         gc.collect()
         assert all(w.exitcode == 0 for w in workers)
         assert not terminated
+
+
+def test_a_compressed_shard_that_expands_past_its_index_is_refused(make_ints, cache_dir) -> None:
+    """A decompression bomb: 4 MiB of zeros in a zstd file, where the index gives the raw shard
+    a few hundred bytes. It was decoded whole and written to the cache."""
+    import json
+
+    from streaming.errors import ShardFormatError
+    from streaming.format.compression import compress
+
+    remote = make_ints(range(10), compression="zstd")
+    path = os.path.join(remote, "index.json")
+    with open(path) as f:
+        index = json.load(f)
+    bomb = compress("zstd", bytes(4 << 20))
+    zip_data = index["shards"][0]["zip_data"]
+    with open(os.path.join(remote, zip_data["basename"]), "wb") as f:
+        f.write(bomb)
+    zip_data["bytes"] = len(bomb)
+    with open(path, "w") as f:
+        json.dump(index, f)
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        with pytest.raises(ShardFormatError, match="decompresses to more than the"):
+            ds[0]
+    assert max(os.path.getsize(os.path.join(local, n)) for n in os.listdir(local)) < 1 << 20

@@ -147,3 +147,28 @@ def test_threads_asking_at_once_never_see_a_half_filled_table(monkeypatch) -> No
     finally:
         asked.set()
         builder.join(timeout=60)
+
+
+@pytest.mark.parametrize("algo", ["br", "bz2", "gz", "snappy", "zstd"])
+def test_a_file_that_expands_past_its_raw_size_is_refused_before_it_is_held(algo: str) -> None:
+    """A decompression bomb (a few KB that expand to gigabytes, under an index giving a tiny
+    raw size) was decoded whole, held in memory and written to the cache."""
+    from streaming.errors import ShardFormatError
+
+    data = bytes(4 << 20)
+    packed = comp.compress(algo, data)
+    assert comp.decompress_file(algo, packed, "s.mds", len(data)) == data  # exact: read
+    with pytest.raises(ShardFormatError, match=r"Shard file s\.mds decompresses to more than "
+                                               r"the 1,000 bytes its index entry gives"):
+        comp.decompress_file(algo, packed, "s.mds", 1000)
+    assert 1000 < len(comp.get_compression(algo).decompress_at_most(packed, 1000)) < 66_000
+    with pytest.raises(ShardFormatError, match="cannot be decompressed"):  # corrupt: as before
+        comp.decompress_file(algo, packed[:len(packed) // 2], "s.mds", len(data))
+
+
+@pytest.mark.parametrize("algo", ["bz2", "gz"])
+def test_concatenated_streams_count_toward_the_limit(algo: str) -> None:
+    one = comp.compress(algo, b"a" * 1000)
+    assert comp.decompress_file(algo, one + one, "s", 2000) == b"a" * 2000
+    with pytest.raises(Exception, match="more than the 1,999 bytes"):
+        comp.decompress_file(algo, one + one, "s", 1999)
