@@ -170,3 +170,32 @@ def test_corrupt_lines_name_the_file_and_sample(tmp_path, damage, kind: type) ->
 def test_a_newline_that_is_not_a_string_is_refused_at_once(tmp_path) -> None:
     with pytest.raises(TypeError, match="newline must be a str"):
         JSONWriter(columns={"n": "int"}, out=str(tmp_path), newline=None)
+
+
+def test_lines_that_split_and_join_values_are_read_alone(tmp_path) -> None:
+    """Lines `{"a":[1` / `2]}` / `{"b":1},{"c":2}` joined into one array parse to three objects:
+    iteration yielded them (and `validate` passed) while `dataset[0]` refused line one."""
+    from streaming import LocalDataset
+
+    with JSONWriter(out=str(tmp_path), columns={"a": "int"}) as writer:
+        for i in range(3):
+            writer.write({"a": i})
+    lines = [b'{"a":[1\n', b'2]}\n', b'{"b":1},{"c":2}\n']
+    data = b"".join(lines)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    meta_path = tmp_path / "shard.00000.json.meta"
+    meta = struct.pack("<I", 3) + struct.pack("<4I", *offsets) + meta_path.read_bytes()[20:]
+    (tmp_path / "shard.00000.json").write_bytes(data)
+    meta_path.write_bytes(meta)
+    index = json.loads((tmp_path / "index.json").read_text())
+    shard = index["shards"][0]
+    shard["raw_data"].update(bytes=len(data), hashes={})
+    shard["raw_meta"].update(bytes=len(meta), hashes={})
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    dataset = LocalDataset(str(tmp_path))
+    with pytest.raises(ShardFormatError, match="Sample 0 of shard file"):
+        list(dataset)
+    with pytest.raises(ShardFormatError, match="Sample 0 of shard file"):
+        dataset[0]

@@ -1,8 +1,10 @@
 """`JSONReader`: random and sequential access to JSON-lines shards.
 
-A sample is the JSON object on its line; in-order reading parses a whole block of lines with a
-single `json.loads` when every sample is exactly one line (always true for files our writer or
-the reference wrote), else one sample at a time.
+A sample is the JSON object on its line; in-order reading parses a block of lines with one
+decoder walking the block's text, each value checked to end exactly at its line's end (always
+true for files our writer or the reference wrote), else one sample at a time. (Joining the
+lines into one JSON array was faster, but a shard whose lines split and join values differently
+could parse to the right count of wrong samples, which random access refused.)
 """
 
 from __future__ import annotations
@@ -65,12 +67,28 @@ class JSONReader(SplitReader):
         for begin in range(max(start, 0), stop, _BLOCK):
             end = min(begin + _BLOCK, stop)
             text = self._block_lines(begin, end, self.newline)
-            objs = None
-            if text is not None:
-                try:
-                    objs = json.loads("[" + text[:-1].replace(self.newline, ",") + "]")
-                except ValueError:
-                    objs = None
-            if objs is None or len(objs) != end - begin:
-                objs = (self.get_item(idx) for idx in range(begin, end))
+            objs = None if text is None else _one_per_line(text, self.newline, end - begin)
+            if objs is None:
+                objs = [self.get_item(idx) for idx in range(begin, end)]
             yield from objs
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _one_per_line(text: str, newline: str, count: int) -> list[Any] | None:
+    """The `count` JSON values of `text`, one per `newline`-ended line, or None unless each
+    line is exactly one value (then each sample is read alone, with its own error)."""
+    if not newline:
+        return None
+    objs, pos, size, step = [], 0, len(text), len(newline)
+    try:
+        while pos < size:
+            obj, end = _raw_decode(text, pos)
+            if not text.startswith(newline, end):
+                return None
+            objs.append(obj)
+            pos = end + step
+    except ValueError:
+        return None
+    return objs if len(objs) == count else None
