@@ -28,6 +28,7 @@ from streaming.storage._forksafe import abandon
 from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
+           "OversizedObjectError",
            "fetch", "read", "read_range", "read_tail", "push", "is_retryable", "call_with_retries"]
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ _FATAL: tuple[type[BaseException], ...] = (
 
 class IncompleteTransferError(StreamingError, ConnectionError):
     """Fewer (or more) bytes arrived than the caller expected; usually a cut connection."""
+
+
+class OversizedObjectError(StreamingError, ValueError):
+    """The object holds more bytes than the caller was told it has (its index entry): stopped
+    as soon as that shows, and not retried (the object itself is not what the index says)."""
 
 
 class TransferError(StreamingError, ConnectionError):
@@ -177,6 +183,8 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
                 progress: ProgressFn | None) -> int:
     deadline = time.monotonic() + timeout if timeout else None
     url = store.url_for(remote_path)
+    if expected_size is not None:
+        progress = _stop_past(expected_size, url, progress)
     with replacing(local_path) as tmp:
         count = _within(
             timeout if store.can_stall else None,
@@ -194,6 +202,24 @@ def _fetch_once(store: Store, remote_path: str, local_path: str, timeout: float 
                     f"Checksum failure: {local_path} ({hash_algo} of {url} is {actual}, "
                     f"expected {expected_hash})")
     return count
+
+
+def _stop_past(limit: int, url: str, progress: ProgressFn | None) -> ProgressFn:
+    """`progress`, raising `OversizedObjectError` once more than `limit` bytes arrived: a server
+    sending gigabytes for a shard its index gives a few KB was read to the end, twice."""
+    seen = 0
+
+    def report(count: int) -> None:
+        nonlocal seen
+        seen += count
+        if seen > limit:
+            raise OversizedObjectError(
+                f"{url} holds more than the {limit:,} bytes its index entry gives: stopped "
+                f"after {seen:,}. The dataset changed since its index was written, or the "
+                f"index is wrong.")
+        if progress is not None:
+            progress(count)
+    return report
 
 
 def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
@@ -222,6 +248,7 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
         FileNotFoundError: the object does not exist (not retried; names the URL).
         PermissionError: access was refused (not retried).
         HashMismatchError: ``Checksum failure: <local_path>`` (not retried).
+        OversizedObjectError: more than `expected_size` bytes arrived (not retried).
         OSError: ENOSPC, EDQUOT or EROFS writing `local_path` (not retried; names it).
         TransferError: every attempt failed with a transient error (names the URL; a
             `TransferTimeoutError` when the last attempt ran out of time).

@@ -318,3 +318,28 @@ def test_only_stores_that_can_stall_download_in_a_helper_thread(tmp_path: Any,
     in_caller = store.download_threads == [threading.current_thread().name]
     assert in_caller is not can_stall
     assert open_store(str(tmp_path)).can_stall is False  # what the real local store declares
+
+
+def test_an_object_larger_than_expected_stops_at_once_and_is_not_retried(tmp_path: Any) -> None:
+    """A server sending 2 GiB for a shard whose index gives 2 KB was read to the end, twice."""
+    from streaming.storage.memory import MemoryStore
+    from streaming.storage.transfer import OversizedObjectError
+
+    class Chunked(MemoryStore):
+        chunks_read = 0
+
+        def iter_chunks(self, path: str) -> Iterator[bytes]:
+            data = self.get(path)
+            for start in range(0, len(data), 1024):
+                Chunked.chunks_read += 1
+                yield data[start:start + 1024]
+
+    store = Chunked(f"memory://oversized-{os.getpid()}")
+    store.put("big.bin", bytes(1 << 20))
+    with pytest.raises(OversizedObjectError, match=r"holds more than the 3,000 bytes its index "
+                                                   r"entry gives: stopped after 3,072"):
+        fetch(store, "big.bin", str(tmp_path / "big.bin"), expected_size=3000, retries=3)
+    assert Chunked.chunks_read == 3  # stopped at the first chunk past it, one attempt
+    assert not os.listdir(tmp_path)  # nothing left behind
+    assert fetch(store, "big.bin", str(tmp_path / "big.bin"),
+                 expected_size=1 << 20).bytes == 1 << 20
