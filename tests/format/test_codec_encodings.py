@@ -156,6 +156,25 @@ def test_lossless_images_round_trip(image: Any) -> None:
         np.testing.assert_array_equal(np.asarray(decoded), np.asarray(image))
 
 
+@pytest.mark.parametrize("mode", ["1", "L", "RGB", "RGBA", "I;16", "F"])
+def test_pil_every_mode_round_trips_and_a_header_past_its_pixels_is_refused(mode: str) -> None:
+    """A 201-byte value whose header said 40000 x 40000 made Pillow allocate 1.6 GB before it
+    found the data short; the pixel count is checked against the bytes first."""
+    import struct
+
+    from PIL import Image
+
+    from streaming.errors import ShardFormatError
+
+    image = Image.new(mode, (13, 5))
+    assert mds_decode("pil", mds_encode("pil", image)).tobytes() == image.tobytes()
+    name = mode.encode()
+    bomb = struct.pack("<III", 40000, 40000, len(name)) + name + b"\0" * 200
+    with pytest.raises(ShardFormatError, match=rf"pil value holds 200 bytes of pixels; its "
+                                               rf"header's 40000 x 40000 {mode} image needs"):
+        mds_decode("pil", bomb)
+
+
 def test_png_stores_32_bit_grey_as_16_bit() -> None:
     """Pillow 13 refuses to write mode 'I' as PNG; we store it as 16-bit grey, and refuse
     values 16 bits cannot hold rather than clip them."""

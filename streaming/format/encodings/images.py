@@ -6,6 +6,7 @@ error names the pip command.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from io import BytesIO
@@ -58,7 +59,22 @@ class PIL(Encoding):
         start = _PIL_HEADER.size
         mode = str(data[start : start + mode_size], "utf-8")
         raw = data[start + mode_size :]
+        # Pillow allocates the whole image before it finds the data short: a 201-byte value
+        # whose header said 65535 x 65535 asked for gigabytes. Checked first, from the mode.
+        needed = -(-width * _bits_per_pixel(mode) // 8) * height
+        if len(raw) < needed:
+            raise ShardFormatError(f"pil value holds {len(raw):,} bytes of pixels; its header's "
+                                   f"{width} x {height} {mode} image needs {needed:,}.")
         return pil_image_module().frombytes(mode, (width, height), raw)
+
+
+@functools.lru_cache(maxsize=64)
+def _bits_per_pixel(mode: str) -> int:
+    """Bits per pixel of a Pillow mode (the bytes of 8 pixels), from Pillow itself."""
+    try:
+        return len(pil_image_module().new(mode, (8, 1)).tobytes())
+    except (ValueError, KeyError, TypeError):
+        return 0  # a mode Pillow does not know: `frombytes` says so in its words
 
 
 class _SavedImage(Encoding):
