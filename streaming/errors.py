@@ -78,6 +78,12 @@ class ShardSizeMismatchError(ShardFormatError, FileNotFoundError):
     it as missing and fetches it again where a remote has it."""
 
 
+class NotARegularFileError(StreamingError, IsADirectoryError):
+    """A dataset file (index, shard) that is a FIFO, a device or a directory: opening a FIFO
+    blocked forever, a device was read without end. An `IsADirectoryError` (an `OSError`),
+    as opening a directory as a file already was."""
+
+
 class ShardUnavailableError(StreamingError, FileNotFoundError):
     """A shard that is not in the cache and that its remote does not have (or there is none)."""
 

@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
 
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version",
-          "allocator", "lazy_names", "launch_env"}
+          "allocator", "lazy_names", "launch_env", "regular_files"}
 PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", "dataset_doc",
          "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration"}
 COMPOSITION = {"stream", "stream_weights", "dataset", "dataset_setup", "dataset_cache",

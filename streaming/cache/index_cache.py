@@ -28,7 +28,7 @@ from streaming.errors import (
     RemoteUnavailableWarning,
     UnverifiedCacheWarning,
 )
-from streaming.format.fileio import write_atomic
+from streaming.format.fileio import open_regular, write_atomic
 from streaming.format.index import (
     IN_PLACE_VERSION,
     ShardEntry,
@@ -172,7 +172,7 @@ class IndexCache:
         return parse_table(data, key, self.store.url_for(name))
 
     def _cached(self) -> LoadedIndex:
-        with open(self.path, "rb") as f:
+        with open_regular(self.path) as f:
             text = f.read()
         loaded = LoadedIndex(text, self.path, False)
         return self._with_table(loaded, load_table(self.table_path, loaded.key))

@@ -16,9 +16,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from streaming.atomic import write_atomic
+from streaming.regular_files import open_regular
 
-__all__ = ["FileIdentity", "MappingRegistry", "map_file", "map_file_identified", "open_same",
-           "prefetch", "release", "write_atomic"]
+__all__ = ["FileIdentity", "MappingRegistry", "map_file", "map_file_identified", "open_regular",
+           "open_same", "prefetch", "release", "write_atomic"]
 
 # (device, inode, size, mtime in ns): tells whether a path still names the file once mapped.
 FileIdentity = tuple[int, int, int, int]
@@ -45,7 +46,7 @@ def _identity(stat: os.stat_result) -> FileIdentity:
 
 def map_file_identified(path: str) -> tuple[mmap.mmap | bytes, FileIdentity]:
     """`map_file`, plus the identity of the file mapped, for a later `open_same`."""
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         stat = os.fstat(file.fileno())
         if not stat.st_size:
             return b"", _identity(stat)

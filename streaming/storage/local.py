@@ -16,6 +16,8 @@ from typing import BinaryIO
 
 from streaming.atomic import replacing
 from streaming.defaults import IO_CHUNK_BYTES
+from streaming.errors import NotARegularFileError
+from streaming.regular_files import open_regular
 from streaming.storage.base import ProgressFn, Store
 
 __all__ = ["LocalStore", "local_path_of", "names_directory"]
@@ -119,7 +121,9 @@ class LocalStore(Store):
     def _open(self, path: str) -> BinaryIO:
         full = self._path(path)
         try:
-            return open(full, "rb")
+            return open_regular(full)
+        except NotARegularFileError:
+            raise  # a FIFO or device where a file should be: said as it is
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise self._missing(path) from None
 

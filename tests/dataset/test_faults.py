@@ -398,3 +398,20 @@ def test_a_compressed_shard_that_expands_past_its_index_is_refused(make_ints, ca
         with pytest.raises(ShardFormatError, match="decompresses to more than the"):
             ds[0]
     assert max(os.path.getsize(os.path.join(local, n)) for n in os.listdir(local)) < 1 << 20
+
+
+@pytest.mark.parametrize("victim", ["index.json", "shard.00000.mds"])
+@pytest.mark.parametrize("with_remote", [False, True])
+def test_a_fifo_in_place_of_a_dataset_file_is_refused_not_waited_on(
+        make_ints, cache_dir, victim, with_remote) -> None:
+    """A FIFO planted as a shard or an index blocked `open` forever."""
+    from streaming.errors import NotARegularFileError
+
+    remote = make_ints(range(10))
+    os.remove(os.path.join(remote, victim))
+    os.mkfifo(os.path.join(remote, victim))
+    with pytest.raises(NotARegularFileError, match=rf"{victim} is a FIFO, not a regular file"):
+        if with_remote:
+            StreamingDataset(remote=remote, local=cache_dir(), batch_size=4)[0]
+        else:
+            StreamingDataset(local=remote, batch_size=4)[0]
