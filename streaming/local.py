@@ -20,6 +20,7 @@ from streaming.errors import ShardUnavailableError
 from streaming.format import Reader, load_readers
 from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import RAW, ZIP
+from streaming.format.shard_readers import validate_reader
 from streaming.spanner import Spanner
 
 __all__ = ["LocalDataset"]
@@ -92,7 +93,7 @@ class LocalDataset(Array, Dataset):
         self.split = split
         self.shards: list[Reader] = load_readers(local, split)
         for shard in self.shards:
-            shard.validate(allow_unsafe_types)
+            validate_reader(shard, allow_unsafe_types)
         _read_where_they_lie(self.shards)
         _refuse_compressed_only(self.shards, local)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from streaming.errors import IndexFormatError
+from streaming.errors import IndexFormatError, MissingDependencyError, also_as
 from streaming.format.index import (
     FileInfo,
     ShardEntry,
@@ -105,7 +105,22 @@ def reader_for_entry(dirname: str, split: str | None, entry: ShardEntry) -> Read
         raise IndexFormatError(
             f"Unsupported data format: {entry.format!r}. Expected one of "
             f"{sorted(set(_readers) | set(_lazy_readers))}.")
-    return cls.from_entry(dirname, split, entry)
+    try:
+        return cls.from_entry(dirname, split, entry)
+    except (IndexFormatError, MissingDependencyError):
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as err:
+        name = entry.raw_data.basename if entry.raw_data is not None else "?"
+        raise malformed_entry(name, entry.format, err) from err
+
+
+def malformed_entry(name: str, fmt: str, err: Exception) -> IndexFormatError:
+    """The error for the entry of shard file `name` whose fields its format's reader cannot
+    take (`column_names` null, a negative `size_limit`...): the reader's own words, with the
+    shard they are about. Also of the reader's error type, so code catching that still does."""
+    return also_as(IndexFormatError, type(err))(
+        f"Index entry of shard {name!r} (format {fmt!r}) is malformed: "
+        f"{type(err).__name__}: {str(err)[:300]}")
 
 
 def reader_from_json(dirname: str, split: str | None, obj: Mapping[str, Any]) -> Reader:

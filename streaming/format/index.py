@@ -276,6 +276,9 @@ def read_index_objects(text: str | bytes, filename: str = INDEX_BASENAME) -> lis
         raise CorruptIndexError(prefix + err.msg, err.doc, err.pos) from None
     except UnicodeDecodeError as err:
         raise IndexFormatError(prefix + str(err)) from None
+    except (ValueError, RecursionError) as err:  # a number past Python's digit limit, or
+        # nesting deeper than the parser's recursion: not an index, whatever else it is
+        raise IndexFormatError(prefix + f"{type(err).__name__}: {str(err)[:200]}") from None
     if not isinstance(obj, dict):
         raise IndexFormatError(prefix + f"Expected a JSON object, got {type(obj).__name__}.")
     if "version" not in obj:

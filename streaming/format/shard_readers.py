@@ -297,7 +297,25 @@ def index_table(text: bytes) -> ShardTable | None:
 
 def _is_unsafe(reader: Reader) -> bool:
     try:
-        reader.validate(False)
+        validate_reader(reader, False)
     except UnsafeTypeError:
         return True
     return False
+
+
+def validate_reader(reader: Reader, allow_unsafe_types: bool) -> None:
+    """`reader.validate`, its entry's fields it cannot take (a null `column_names`) said as a
+    malformed index entry naming the shard.
+
+    Raises:
+        UnsafeTypeError: a column that runs code when decoded, not allowed.
+        IndexFormatError: the entry's fields (also of the reader's own error type).
+    """
+    try:
+        reader.validate(allow_unsafe_types)
+    except UnsafeTypeError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as err:
+        from streaming.format import malformed_entry  # the format registry imports us
+
+        raise malformed_entry(reader.file_pairs[-1][0].basename, reader.format, err) from err

@@ -183,3 +183,39 @@ def test_more_samples_than_bytes_can_hold_is_refused(samples: int) -> None:
                                                rf"has 271 bytes, fewer than the {4 * samples + 8}"):
         reader_from_json("/data", None, _entry(samples=samples))
     assert reader_from_json("/data", None, _entry(samples=65)).samples == 65
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ('{"version": 2, "shards": [' + "[" * 100000 + "]" * 100000 + "]}", "RecursionError"),
+    ('{"version": 2, "shards": [{"samples": ' + "9" * 5000 + "}]}", "ValueError: Exceeds"),
+])
+def test_an_index_python_cannot_parse_is_an_index_error(text: str, said: str) -> None:
+    """Nesting past the parser's recursion and a number past Python's digit limit escaped as
+    a bare RecursionError / ValueError naming no file."""
+    from streaming.format.index import parse_index
+
+    with pytest.raises(IndexFormatError, match=rf"Index file at x/index.json is empty or "
+                                               rf"corrupted\. {said}"):
+        parse_index(text, "x/index.json")
+
+
+@pytest.mark.parametrize(("field", "value", "kind"), [("column_names", None, TypeError),
+                                                      ("size_limit", -1, ValueError)])
+def test_fields_a_reader_cannot_take_name_the_shard(tmp_path, field, value, kind) -> None:
+    import json as json_module
+
+    from streaming import MDSWriter
+
+    with MDSWriter(out=str(tmp_path), columns={"id": "int"}) as writer:
+        writer.write({"id": 1})
+    index = json_module.loads((tmp_path / "index.json").read_text())
+    index["shards"][0][field] = value
+    (tmp_path / "index.json").write_text(json_module.dumps(index))
+    from streaming import LocalDataset, StreamingDataset
+
+    for build in (lambda: StreamingDataset(local=str(tmp_path), batch_size=1),
+                  lambda: LocalDataset(str(tmp_path))):
+        with pytest.raises(IndexFormatError, match=r"Index entry of shard 'shard.00000.mds' "
+                                                   r"\(format 'mds'\) is malformed") as info:
+            build()
+        assert isinstance(info.value, kind)
