@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
                       "plugins", "metrics"} | PARTS | COMPOSITION for mod in COMPOSITION},
     "simulate": LEAVES | {"order", "cache", "format", "storage", "prefetch"},
     "merge": LEAVES | {"format", "storage"},
-    "convert": LEAVES | {"format", "storage", "merge", "cache"},
+    "convert": LEAVES | {"format", "storage", "merge", "cache", "coord"},
     "cli": LEAVES | {"order", "storage", "coord", "format", "cache", "merge", "convert", "cli",
                      "metrics", "simulate"}
     | PARTS | COMPOSITION,

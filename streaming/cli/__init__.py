@@ -7,6 +7,7 @@ Without click, `main` prints the install command instead of failing with a trace
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +25,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(1)
     from streaming.cli.app import cli
 
+    # SIGTERM (what `timeout`, Kubernetes and Slurm send) ends a command as Ctrl-C does: its
+    # cleanup runs (worker processes stopped, a conversion's partial output removed). Its
+    # default action ended this process at once, and the workers went on without it.
+    signal.signal(signal.SIGTERM, _terminated)
     # click's standalone mode, but with 130 for Ctrl-C (it exits 1, our code for bad data).
     try:
         code = cli.main(args=list(argv) if argv is not None else None, prog_name="streaming",
@@ -41,3 +46,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 _INTERRUPTED = 130  # the shell's code for a command ended by SIGINT (128 + 2); 1 is bad data
+_TERMINATED = 143  # ... and by SIGTERM (128 + 15)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+    raise SystemExit(_TERMINATED)

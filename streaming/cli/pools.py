@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
+from streaming.coord.orphans import exit_with_parent
+
 __all__ = ["worker_pool"]
 
 
@@ -23,7 +25,7 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     """A pool of `workers` processes (forked on Linux), ended at once if the caller fails."""
     method = "fork" if sys.platform == "linux" else "spawn"
     pool = ProcessPoolExecutor(workers, multiprocessing.get_context(method),
-                               initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+                               initializer=_start_worker)
     try:
         yield pool
     except BaseException:
@@ -34,3 +36,11 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+def _start_worker() -> None:
+    """A pool worker leaves Ctrl-C to its parent (which stops it), and ends with its parent:
+    killed (SIGKILL), the parent can stop nothing, and the worker went on for its whole task,
+    then waited for the next one forever, holding the caller's output pipe open."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent()

@@ -25,6 +25,7 @@ from typing import Any
 from streaming.convert.columns import ConversionError
 from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.convert.subsets import existing_index
+from streaming.coord.orphans import exit_with_parent
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import MergeReport, merge_partitions
@@ -77,6 +78,9 @@ class _SampleTask:
 def _init_worker(queue: Any) -> None:
     global _queue
     _queue = queue
+    # A worker ends with its parent: killed, the parent could not stop it, and it went on
+    # writing sub-datasets (each with its index, which `merge-index` then published).
+    exit_with_parent()
 
 
 def _queue_report(count: int) -> None:
@@ -154,6 +158,13 @@ def _run_pool(jobs: list[tuple[Any, Any]], write: WriteTask, columns: Mapping[st
                 raise _task_failed(index, jobs[index][0], future.exception(),
                                    ctx.get_start_method())
         return [future.result() for future in futures]
+    except BaseException:
+        # Stopped (Ctrl-C, SIGTERM, a task failed): the tasks still running are not waited
+        # for; their sub-datasets are removed with the output. (`_processes` is the executor's
+        # own table: there is no public way to stop a running task.)
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         queue.put(None)
