@@ -166,8 +166,9 @@ def infer_columns(schema: pa.Schema, overrides: Mapping[str, str] | None = None,
         if encoding is None:
             encoding = infer_encoding(name, schema.field(name).type)
             if (sample is not None and sample.column(name).null_count
-                    and encoding not in _NAN_FOR_NULL):
-                encoding = "json"
+                    and encoding not in _NAN_FOR_NULL
+                    and not _holds_bytes(schema.field(name).type)):  # JSON has no bytes:
+                encoding = "json"  # such a column's nulls are refused, naming the row
         elif not _valid_encoding(encoding):
             raise ConversionError(f"Column {name!r}: {encoding!r} is not an MDS encoding.")
         columns[name] = encoding
@@ -311,6 +312,26 @@ def _extractor(encoding: str) -> Callable[[Any, str], list[Any]]:
     return lambda a, n: _python(a, None, n)  # json, pkl, images: Python objects / bytes as-is
 
 
+def _holds_bytes(arrow_type: pa.DataType) -> bool:
+    """Whether values of this type hold bytes anywhere (a binary column, Hugging Face's image
+    struct of bytes and path): JSON cannot store them."""
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_dictionary(arrow_type):
+        return _holds_bytes(arrow_type.value_type)
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        return _holds_bytes(arrow_type.storage_type)
+    if t.is_struct(arrow_type):
+        return any(_holds_bytes(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
+        return _holds_bytes(arrow_type.value_type)
+    if t.is_map(arrow_type):
+        return _holds_bytes(arrow_type.key_type) or _holds_bytes(arrow_type.item_type)
+    return bool(t.is_binary(arrow_type) or t.is_large_binary(arrow_type)
+                or t.is_fixed_size_binary(arrow_type))
+
+
 def _is_binary(arrow_type: pa.DataType) -> bool:
     import pyarrow as pa
 
@@ -338,13 +359,36 @@ def column_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
         array = array.fill_null(pa.scalar(float("nan"), array.type))
     if array.null_count and encoding not in _NULLABLE:
         row = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        instead = (f"use columns={{{name!r}: 'pkl'}} (--column {name}=pkl; its readers then "
+                   "need allow_unsafe_types=True)" if _holds_bytes(array.type) else
+                   f"use columns={{{name!r}: 'json'}} (--column {name}=json)")
         raise ConversionError(
             f"Column {name!r} row {row} is null; MDS has no null value for {encoding!r}. Fill "
-            f"the nulls or use columns={{{name!r}: 'json'}}.")
+            f"the nulls or {instead}.")
     get_encoding(encoding)  # unknown encodings fail here, before any row is touched
     if not len(array):
         return []
-    return _extractor(encoding)(array, name)
+    values = _extractor(encoding)(array, name)
+    if encoding.split(":")[0] in _NULLABLE and _holds_bytes(array.type):
+        # The writer stores a `bytes` value as already encoded whatever the column's encoding
+        # (the reference's rule for pre-encoded columns): a bytes value in a json or pkl
+        # column was written raw, and no reader could decode it. Encoded here instead.
+        return _bytes_encoded(values, encoding, name)
+    return values
+
+
+def _bytes_encoded(values: list[Any], encoding: str, name: str) -> list[Any]:
+    """`values` with each `bytes` one encoded by `encoding` (pkl pickles it; json cannot)."""
+    codec = get_encoding(encoding)
+    out = list(values)
+    for row, value in enumerate(values):
+        if isinstance(value, bytes):
+            try:
+                out[row] = codec.encode(value)
+            except (TypeError, ValueError) as err:
+                raise ConversionError(f"Column {name!r} row {row}: {encoding} cannot store "
+                                      f"bytes ({err}).") from err
+    return out
 
 
 def table_rows(table: pa.RecordBatch | pa.Table,

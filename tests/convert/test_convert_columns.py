@@ -144,3 +144,24 @@ def test_a_narrower_override_keeps_values_that_fit() -> None:
     assert column_values(pa.array([True]), "uint8", "v") == [b"\x01"]
     assert column_values(pa.array([0.1]), "float32", "v") == [np.float32(0.1).tobytes()]
     assert column_values(pa.array([[1, 127]]), "ndarray:int8", "v")[0].tolist() == [1, 127]
+
+
+def test_a_binary_column_with_nulls_is_never_json_and_pkl_stores_its_bytes(tmp_path) -> None:
+    """A null in a binary column made it `json`, and the writer, which takes a `bytes` value as
+    already encoded, stored the raw bytes: exit 0 and shards nobody could read. With
+    `pkl`, the same."""
+    from streaming import LocalDataset, MDSWriter
+
+    table = pa.table({"img": pa.array([b"\x89PNG", None, b"abc"])})
+    assert infer_columns(table.schema, sample=table) == {"img": "bytes"}
+    with pytest.raises(ConversionError, match=r"Column 'img' row 1 is null; .* use columns="
+                                              r"\{'img': 'pkl'\} \(--column img=pkl"):
+        table_rows(table, {"img": "bytes"})
+    with pytest.raises(ConversionError, match=r"Column 'img' row 0: json cannot store bytes"):
+        table_rows(table, {"img": "json"})
+    rows = table_rows(table, {"img": "pkl"})
+    with MDSWriter(out=str(tmp_path), columns={"img": "pkl"}) as writer:
+        for row in rows:
+            writer.write(row)
+    read = LocalDataset(str(tmp_path), allow_unsafe_types=True)
+    assert [read[i]["img"] for i in range(3)] == [b"\x89PNG", None, b"abc"]
