@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns, table_rows
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
 
@@ -81,24 +83,53 @@ def _batches(task: _Task) -> Iterator[Any]:
 
 
 def _open_text(path: str, kind: str, schema: Any = None) -> Iterator[Any]:
+    """Record batches of a CSV/TSV/JSON-lines file, parsed with the types of `schema` (all of
+    them, or for the first file only the columns the caller chose an encoding for)."""
     import pyarrow as pa
 
+    block = _block_size(path)
     if kind == "jsonl":
         import pyarrow.json as pj
 
         parse = pj.ParseOptions(explicit_schema=schema) if schema is not None else None
+        read = pj.ReadOptions(block_size=block)
         if hasattr(pj, "open_json"):
-            yield from pj.open_json(path, parse_options=parse)
+            yield from pj.open_json(path, read_options=read, parse_options=parse)
         else:  # pragma: no cover - pyarrow < 19 reads the whole file
-            yield from pj.read_json(path, parse_options=parse).to_batches(_BATCH_ROWS)
+            yield from pj.read_json(path, read_options=read,
+                                    parse_options=parse).to_batches(_BATCH_ROWS)
         return
     import pyarrow.csv as pc
 
     parse = pc.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
-    convert = pc.ConvertOptions(column_types=schema) if schema is not None else None
-    reader = pc.open_csv(path, parse_options=parse, convert_options=convert)
+    types = {f.name: f.type for f in schema} if schema is not None else None
+    convert = pc.ConvertOptions(column_types=types) if types is not None else None
+    reader = pc.open_csv(path, read_options=pc.ReadOptions(block_size=block),
+                         parse_options=parse, convert_options=convert)
     for batch in reader:
         yield pa.RecordBatch.from_arrays(batch.columns, schema=batch.schema)
+
+
+_MIN_BLOCK = 1 << 20  # pyarrow's default block: a row must fit in one
+
+
+def _block_size(path: str) -> int:
+    """A parse block that holds the file's longest line: pyarrow refused a row longer than its
+    1 MiB block ("straddling object straddles two block boundaries"), and no option reached
+    it. One pass over the file's bytes, in numpy, to find that line."""
+    import numpy as np
+
+    longest, start, offset = 0, 0, 0
+    with open(path, "rb") as file:
+        while chunk := file.read(64 << 20):
+            ends = np.flatnonzero(np.frombuffer(chunk, np.uint8) == 10) + offset
+            if len(ends):
+                longest = max(longest, int(ends[0]) - start,
+                              int(np.diff(ends).max()) if len(ends) > 1 else 0)
+                start = int(ends[-1])
+            offset += len(chunk)
+    longest = max(longest, offset - start)
+    return max(_MIN_BLOCK, 1 << (2 * longest + 1).bit_length())
 
 
 def _write_task(task: _Task, writer: Any, report: Report) -> None:
@@ -114,7 +145,12 @@ def _write_task(task: _Task, writer: Any, report: Report) -> None:
     except ConversionError as err:
         raise ConversionError(f"{task!r}: {err}") from err
     except (ValueError, TypeError, KeyError, OSError) as err:
-        raise ConversionError(f"{task!r}: {type(err).__name__}: {err}") from err
+        hint = ""
+        if "Failed to convert JSON to int" in str(err):
+            hint = (" (a field whose first rows hold whole numbers holds a fraction here: give "
+                    "it a float type, e.g. columns={'score': 'float64'}, --column "
+                    "score=float64)")
+        raise ConversionError(f"{task!r}: {type(err).__name__}: {err}{hint}") from err
 
 
 def _refuse_new_columns(task: _Task, names: Sequence[str]) -> None:
@@ -127,11 +163,35 @@ def _refuse_new_columns(task: _Task, names: Sequence[str]) -> None:
                               "column first.")
 
 
-def _first_batch(path: str, kind: str) -> Any:
+def _chosen_types(columns: Mapping[str, str] | None, kind: str) -> Any:
+    """The Arrow types to parse a text file's columns with, for those given an encoding that
+    has one (``str`` in CSV: text, so ``007`` stays ``007``; a number type: that type, so a
+    JSON field whole in the first rows and fractional later parses): the types inferred from
+    the first rows no longer decide them. None when there are none. (A JSON value keeps its
+    own type, which a ``str`` column casts afterwards: pyarrow refuses a number as a string.)"""
+    import pyarrow as pa
+
+    chosen = []
+    for name, encoding in (columns or {}).items():
+        family = encoding.split(":")[0]
+        if family == "str" and kind != "jsonl":
+            chosen.append(pa.field(name, pa.string()))
+        elif family == "int":
+            chosen.append(pa.field(name, pa.int64()))
+        elif family in _NUMBERS:
+            chosen.append(pa.field(name, pa.from_numpy_dtype(np.dtype(family))))
+    return pa.schema(chosen) if chosen else None
+
+
+_NUMBERS = {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+            "float16", "float32", "float64"}
+
+
+def _first_batch(path: str, kind: str, chosen: Any = None) -> Any:
     import pyarrow as pa
 
     try:
-        for batch in _open_text(path, kind):
+        for batch in _open_text(path, kind, chosen):
             return batch
     except pa.ArrowInvalid as err:
         raise ConversionError(f"{path}: cannot parse as {kind}: {err}") from err
@@ -221,7 +281,7 @@ def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str
         plan = infer_columns(schema, columns, include, sample)
         tasks, total = _parquet_tasks(paths, metas, plan, workers)
     else:
-        sample = _first_batch(paths[0], kind)
+        sample = _first_batch(paths[0], kind, _chosen_types(columns, kind))
         plan = infer_columns(sample.schema, columns, include, sample)
         tasks = [_Task(p, kind, tuple(plan.items()), sample.schema,
                        every_column=include is None) for p in paths]

@@ -144,3 +144,38 @@ def test_include_of_a_column_no_file_has_names_the_column(tmp_path: Any) -> None
     with pytest.raises(ConversionError, match=r"Column\(s\) \['txet'\] are not in .*a.parquet"):
         parquet_to_mds(str(tmp_path / "in"), str(tmp_path / "out"), include=["txet"],
                        num_workers=0)
+
+
+def test_a_chosen_type_decides_how_text_is_parsed(tmp_path: Any) -> None:
+    """`columns=` applied after parsing only: CSV's `007` became `"7"`, an id past int64 made
+    its column float (`"1.2345678901234568e+17"`), and a JSON field whole in the first rows and
+    fractional later could not be converted at all, override or not."""
+    (tmp_path / "zip.csv").write_text("zip,id\n007,12345678901234567890\n01234,123456789012345678\n")
+    csv_to_mds(str(tmp_path / "zip.csv"), str(tmp_path / "a"), num_workers=0,
+               columns={"zip": "str", "id": "str"})
+    assert [(s["zip"], s["id"]) for s in read_back(str(tmp_path / "a"))] == [
+        ("007", "12345678901234567890"), ("01234", "123456789012345678")]
+    lines = [f'{{"id": {i}, "score": {1 if i < 30000 else 1.5}, "n": {i}}}\n'
+             for i in range(30001)]
+    (tmp_path / "s.jsonl").write_text("".join(lines))
+    with pytest.raises(ConversionError, match="give it a float type"):
+        jsonl_to_mds(str(tmp_path / "s.jsonl"), str(tmp_path / "b"), num_workers=0)
+    jsonl_to_mds(str(tmp_path / "s.jsonl"), str(tmp_path / "c"), num_workers=0,
+                 columns={"score": "float64", "n": "str"})
+    samples = read_back(str(tmp_path / "c"))
+    assert samples[-1]["score"] == 1.5 and samples[0]["score"] == 1.0
+    assert samples[7]["n"] == "7"  # a JSON number read as text: cast after parsing
+
+
+def test_a_row_longer_than_a_parse_block_converts(tmp_path: Any) -> None:
+    """pyarrow refused a row past its 1 MiB block (\"straddling object\"), with no option."""
+    import json
+
+    rows = [{"id": i, "text": "x" * (3 * 1024 * 1024 if i == 2 else 10)} for i in range(5)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "a.csv").write_text("id,text\n" + "".join(f"{r['id']},{r['text']}\n"
+                                                          for r in rows))
+    for name, convert_file in (("a.jsonl", jsonl_to_mds), ("a.csv", csv_to_mds)):
+        convert_file(str(tmp_path / name), str(tmp_path / f"out-{name}"), num_workers=0)
+        samples = read_back(str(tmp_path / f"out-{name}"))
+        assert [len(s["text"]) for s in samples] == [len(r["text"]) for r in rows]
