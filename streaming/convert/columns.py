@@ -37,6 +37,13 @@ class ConversionError(StreamingError, ValueError):
     """Input that cannot become an MDS dataset as asked; the message names column and source."""
 
 
+def _at_row(err: ConversionError, row: int) -> ConversionError:
+    """`err`, which names `row` of the array at hand, marked so that `table_rows` can say which
+    row of the file that is (an array is one batch of it)."""
+    err.row = row  # type: ignore[attr-defined]
+    return err
+
+
 def import_pyarrow() -> Any:
     """pyarrow, or an ImportError that says how to install it."""
     try:
@@ -259,15 +266,17 @@ def _ndarray_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
     lengths = np.diff(offsets)
     if len(lengths) and not lengths.all():
         row = int(np.flatnonzero(lengths == 0)[0])
-        raise ConversionError(f"Column {name!r} row {row} is an empty list, which MDS ndarray "
-                              f"cannot store; use columns={{{name!r}: 'json'}}.")
+        raise _at_row(ConversionError(
+            f"Column {name!r} row {row} is an empty list, which MDS ndarray cannot store; use "
+            f"columns={{{name!r}: 'json'}}."), row)
     if len(parts) == 3:
         shape = tuple(int(d) for d in parts[2].split(","))
         size = int(np.prod(shape))
         if len(lengths) and (lengths != size).any():
             row = int(np.flatnonzero(lengths != size)[0])
-            raise ConversionError(f"Column {name!r} row {row} has {int(lengths[row])} values, "
-                                  f"but {encoding} needs {size}.")
+            raise _at_row(ConversionError(
+                f"Column {name!r} row {row} has {int(lengths[row])} values, but {encoding} "
+                f"needs {size}."), row)
         return _fixed_bytes(values.reshape(len(lengths), size), size * values.itemsize)
     bounds = offsets.tolist()  # plain slices: np.split costs ~3 µs per row
     return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
@@ -362,9 +371,9 @@ def column_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
         instead = (f"use columns={{{name!r}: 'pkl'}} (--column {name}=pkl; its readers then "
                    "need allow_unsafe_types=True)" if _holds_bytes(array.type) else
                    f"use columns={{{name!r}: 'json'}} (--column {name}=json)")
-        raise ConversionError(
+        raise _at_row(ConversionError(
             f"Column {name!r} row {row} is null; MDS has no null value for {encoding!r}. Fill "
-            f"the nulls or {instead}.")
+            f"the nulls or {instead}."), row)
     get_encoding(encoding)  # unknown encodings fail here, before any row is touched
     if not len(array):
         return []
@@ -386,17 +395,30 @@ def _bytes_encoded(values: list[Any], encoding: str, name: str) -> list[Any]:
             try:
                 out[row] = codec.encode(value)
             except (TypeError, ValueError) as err:
-                raise ConversionError(f"Column {name!r} row {row}: {encoding} cannot store "
-                                      f"bytes ({err}).") from err
+                raise _at_row(ConversionError(
+                    f"Column {name!r} row {row}: {encoding} cannot store bytes ({err})."),
+                    row) from err
     return out
 
 
-def table_rows(table: pa.RecordBatch | pa.Table,
-              columns: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The rows of `table` as samples for `MDSWriter` (only the listed columns)."""
+def table_rows(table: pa.RecordBatch | pa.Table, columns: Mapping[str, str],
+               first_row: int = 0) -> list[dict[str, Any]]:
+    """The rows of `table` as samples for `MDSWriter` (only the listed columns).
+
+    Args:
+        first_row: the row of the whole input `table` starts at: errors name rows of the
+            input, not of this batch (a null at row 99,995 was reported at row 24,304).
+    """
     names = list(columns)
     missing = [n for n in names if n not in table.schema.names]
     if missing:
         raise ConversionError(f"Column(s) {missing} are not in the input: {table.schema.names}.")
-    values = [column_values(table.column(n), columns[n], n) for n in names]
+    try:
+        values = [column_values(table.column(n), columns[n], n) for n in names]
+    except ConversionError as err:
+        row = getattr(err, "row", None)
+        if row is None or not first_row:
+            raise
+        raise _at_row(ConversionError(str(err).replace(f"row {row}", f"row {row + first_row}",
+                                                       1)), row + first_row) from err
     return [dict(zip(names, row)) for row in zip(*values)]

@@ -135,12 +135,14 @@ def _block_size(path: str) -> int:
 def _write_task(task: _Task, writer: Any, report: Report) -> None:
     """Write one file (or row-group range) into `writer`; errors name the file."""
     columns = dict(task.columns)
+    done = _first_row(task)
     try:
         for batch in _batches(task):
             if task.every_column:
                 _refuse_new_columns(task, batch.schema.names)
-            for row in table_rows(batch, columns):
+            for row in table_rows(batch, columns, done):
                 writer.write(row)
+            done += batch.num_rows
             report(batch.num_rows)
     except ConversionError as err:
         raise ConversionError(f"{task!r}: {err}") from err
@@ -151,6 +153,16 @@ def _write_task(task: _Task, writer: Any, report: Report) -> None:
                     "it a float type, e.g. columns={'score': 'float64'}, --column "
                     "score=float64)")
         raise ConversionError(f"{task!r}: {type(err).__name__}: {err}{hint}") from err
+
+
+def _first_row(task: _Task) -> int:
+    """The row of its file a task starts at (a Parquet task may start at a later row group)."""
+    if task.kind != "parquet" or not task.row_groups or not task.row_groups[0]:
+        return 0
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(task.path).metadata
+    return sum(meta.row_group(i).num_rows for i in range(task.row_groups[0]))
 
 
 def _refuse_new_columns(task: _Task, names: Sequence[str]) -> None:

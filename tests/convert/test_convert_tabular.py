@@ -179,3 +179,23 @@ def test_a_row_longer_than_a_parse_block_converts(tmp_path: Any) -> None:
         convert_file(str(tmp_path / name), str(tmp_path / f"out-{name}"), num_workers=0)
         samples = read_back(str(tmp_path / f"out-{name}"))
         assert [len(s["text"]) for s in samples] == [len(r["text"]) for r in rows]
+
+
+def test_errors_name_the_row_of_the_file(tmp_path: Any) -> None:
+    """Rows were counted from the start of an internal batch: a null at row 99,995 of a JSON
+    lines file was said to be at row 24,304; in Parquet, from the task's first row group."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(tmp_path / "a.jsonl", "w") as f:
+        for i in range(100000):  # past the first parse block, whose rows set the types
+            f.write(json.dumps({"id": i, "opt": None if i == 99995 else i}) + "\n")
+    with pytest.raises(ConversionError, match=r"Column 'opt' row 99995 is null"):
+        jsonl_to_mds(str(tmp_path / "a.jsonl"), str(tmp_path / "o1"), num_workers=0)
+    opt = pa.array([None if i == 29995 else i for i in range(30000)], pa.int64())
+    pq.write_table(pa.table({"opt": opt}), tmp_path / "a.parquet", row_group_size=1000)
+    with pytest.raises(ConversionError, match=r"Column 'opt' row 29995 is null"):
+        parquet_to_mds(str(tmp_path / "a.parquet"), str(tmp_path / "o2"), num_workers=0,
+                       columns={"opt": "int64"})
