@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main"]
 
@@ -19,7 +21,7 @@ INSTALL_HINT = "pip install 'shardstream[cli]'"
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line (console entry point ``streaming``, also ``python -m streaming``)."""
     try:
-        import click
+        import click  # noqa: F401 - only to say how to install it
     except ImportError:
         print(f"The streaming command line needs click: {INSTALL_HINT}", file=sys.stderr)
         sys.exit(1)
@@ -28,10 +30,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     # SIGTERM (what `timeout`, Kubernetes and Slurm send) ends a command as Ctrl-C does: its
     # cleanup runs (worker processes stopped, a conversion's partial output removed). Its
     # default action ended this process at once, and the workers went on without it.
-    signal.signal(signal.SIGTERM, _terminated)
+    # Restored on the way out, for callers that run `main` in their own process (tests).
+    previous = (signal.signal(signal.SIGTERM, _terminated)
+                if threading.current_thread() is threading.main_thread() else None)
     # click's standalone mode, but with 130 for Ctrl-C (it exits 1, our code for bad data).
     try:
-        code = cli.main(args=list(argv) if argv is not None else None, prog_name="streaming",
+        code = _run(cli, argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _run(cli: Any, argv: Sequence[str] | None) -> Any:
+    """`cli`'s exit code; what it raises becomes a message and an exit code of ours."""
+    import click
+
+    try:
+        return cli.main(args=list(argv) if argv is not None else None, prog_name="streaming",
                         standalone_mode=False)
     except click.exceptions.Abort:  # click turns KeyboardInterrupt into Abort
         click.echo("Aborted!", err=True)
@@ -42,7 +58,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     except BrokenPipeError:  # `streaming head ds | head -1`: the reader left, nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+    except Exception as err:  # what no command foresaw: one line, not a page of traceback
+        if os.environ.get("STREAMING_DEBUG"):
+            raise
+        first = (str(err).strip().splitlines() or [""])[0][:500]
+        click.echo(f"Error: {type(err).__name__}: {first} (STREAMING_DEBUG=1 shows the "
+                   f"traceback)", err=True)
+        sys.exit(1)
 
 
 _INTERRUPTED = 130  # the shell's code for a command ended by SIGINT (128 + 2); 1 is bad data

@@ -147,7 +147,8 @@ def convert_command(src: tuple[str, ...], out: str, fmt: str, columns: dict[str,
                          **options)
     except TypeError as err:
         raise click.UsageError(str(err)) from err
-    except (ConversionError, StreamingError, OSError, ImportError) as err:
+    except (ConversionError, StreamingError, OSError, ImportError, ValueError) as err:
+        # (ValueError: an OUT no store takes, "foo://", or a read-only one, "http://")
         hint = " (--exist-ok clears it)" if str(err).startswith("Directory is not empty") else ""
         fail(reason(err) + hint)
     results = result if isinstance(result, dict) else {"": result}

@@ -163,6 +163,10 @@ def infer_columns(schema: pa.Schema, overrides: Mapping[str, str] | None = None,
     if include is not None and not len(include):
         raise ConversionError("`include` names no column: a dataset without columns holds no "
                               "data. Leave it out to convert every column.")
+    repeated = sorted({n for n in schema.names if list(schema.names).count(n) > 1})
+    if repeated:
+        raise ConversionError(f"The input names column(s) {repeated} more than once; a sample "
+                              "holds one value per name. Rename them first.")
     names = list(include) if include is not None else list(schema.names)
     for name in list(overrides) + names:
         if name not in schema.names:

@@ -100,7 +100,19 @@ def split_files(paths: Sequence[str], split: str) -> list[str]:
 
 
 def _listed(store: Store, split: str | None) -> list[str]:
-    paths = [p for p in store.list() if p.lower().endswith(PARQUET_SUFFIXES)
+    try:
+        listing = store.list()
+    except (FileNotFoundError, PermissionError):
+        raise
+    except Exception as err:
+        if store.supports_listing:
+            raise
+        # A plain web server answers WebDAV's PROPFIND with 501 and a page of HTML.
+        raise ParquetIndexError(
+            f"{store.url} cannot be listed: {type(store).__name__} lists only over WebDAV, "
+            f"and this server refused ({(str(err).splitlines() or [''])[0][:200]}). Index a "
+            "local copy, or a store that lists (s3://, gs://, a folder).") from None
+    paths = [p for p in listing if p.lower().endswith(PARQUET_SUFFIXES)
              and not any(part.startswith((".", "_")) for part in p.split("/"))]
     if split is not None:
         paths = split_files(paths, split)

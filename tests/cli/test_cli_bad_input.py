@@ -235,3 +235,39 @@ def test_no_report_or_error_prints_a_password_of_a_url(capsys) -> None:
     assert "s3cret" not in out + err
     assert out.count("sftp://alice@127.0.0.1:2299/conv") == 2 and "s3://bucket/x" in out
     assert "sftp://alice@127.0.0.1:2299/conv" in err
+
+
+def test_convert_to_an_out_no_store_takes_and_repeated_columns_are_one_line(
+        cli: Callable, tmp_path: Any) -> None:
+    """Each ended in a traceback: an OUT of an unknown scheme or a read-only store (the sink's
+    ValueError) and a CSV naming a column twice (a KeyError from the schema)."""
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n")
+    one_error(cli("convert", str(tmp_path / "a.csv"), "foo://bucket/x", "--no-progress"),
+              "foo")
+    one_error(cli("convert", str(tmp_path / "a.csv"), "http://127.0.0.1:1/x", "--no-progress"),
+              "read-only")
+    (tmp_path / "d.csv").write_text("x,x\n1,2\n")
+    one_error(cli("convert", str(tmp_path / "d.csv"), str(tmp_path / "o"), "--no-progress"),
+              "column(s) ['x'] more than once")
+
+
+def test_an_error_no_command_foresaw_is_one_line_unless_debugging(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from streaming.cli import main
+    from streaming.cli import read_commands
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("something nobody planned for\nsecond line")
+
+    monkeypatch.setattr(read_commands, "open_source", broken, raising=False)
+    monkeypatch.delenv("STREAMING_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["inspect", "/nowhere"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1
+    assert err.strip().splitlines() == [
+        "Error: RuntimeError: something nobody planned for (STREAMING_DEBUG=1 shows the "
+        "traceback)"], err
+    monkeypatch.setenv("STREAMING_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="nobody planned"):
+        main(["inspect", "/nowhere"])
