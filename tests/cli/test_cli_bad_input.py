@@ -253,8 +253,7 @@ def test_convert_to_an_out_no_store_takes_and_repeated_columns_are_one_line(
 
 def test_an_error_no_command_foresaw_is_one_line_unless_debugging(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from streaming.cli import main
-    from streaming.cli import read_commands
+    from streaming.cli import main, read_commands
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("something nobody planned for\nsecond line")
