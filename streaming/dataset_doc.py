@@ -21,7 +21,8 @@ ARGUMENTS = """
         keep_zip: keep compressed shards in the cache beside their decompressed form.
         epoch_size: samples per epoch across streams (an int or '10k', '1.5M'); default: every
             stream's own size, weighted.
-        predownload: samples each worker fetches ahead (default `8 * batch_size`, else 64).
+        predownload: samples each worker fetches ahead (default `8 * batch_size`; without a
+            batch size, 64 until the first iteration, which takes `batch_size=1` and so 8).
         cache_limit: the cache's size bound in bytes or '10gb'; shards are evicted by next use.
         sampling_method: 'balanced' (default) or 'fixed': how a stream's choose/proportion
             picks its samples each epoch.
@@ -55,5 +56,6 @@ ARGUMENTS = """
         ValueError: a bad argument, with the reference's message (both `streams` and
             `remote`/`local`, an unknown algorithm, weights that do not add up...).
         UnsafeTypeError: a pickle column without `allow_unsafe_types` (also a `ValueError`).
-        FileNotFoundError: no index at the remote or in `local`.
+        FileNotFoundError: no index at the remote (`ObjectNotFoundError`, naming the URL).
+        RuntimeError: no `remote` and no index in `local` (the reference's type and message).
 """

@@ -159,11 +159,10 @@ def snapshot(table: NDArray[np.float64], now: float | None = None) -> dict[str, 
     out["samples_per_second"] = out["samples"] / elapsed if elapsed > 0 else 0.0
     out["fetch_bytes_per_second"] = (out["fetch_bytes"] / out["fetch_seconds"]
                                      if out["fetch_seconds"] > 0 else 0.0)
-    for name in ("samples", "batches", "loader_batches", "plans", "index_loads", "fetches",
-                 "fetch_retries", "fetch_errors", "shard_waits", "evictions", "refetches",
-                 "decoded_samples",
-                 "prefetch_concurrency"):
-        out[name] = int(out[name])
-    for name in ("fetch_bytes", "decompressed_bytes", "hashed_bytes", "evicted_bytes"):
-        out[name] = int(out[name])
+    # Counts and byte totals are ints, read off each counter's unit (a list of names missed
+    # `early_samples` and `early_bytes`, which came out as floats).
+    whole = [name for name, unit in _STAGES if unit in ("count", "bytes", "fetches")]
+    for name in [*whole, "fetches", "fetch_retries", "fetch_errors", "fetch_bytes"]:
+        if name in out:
+            out[name] = int(out[name])
     return out

@@ -160,3 +160,19 @@ def test_headspace_replays_the_first_batches_from_memory(remote, tmp_path):
         with pytest.raises(ValueError, match="headspace"):
             StreamingDataLoader(dataset, batch_size=BATCH, headspace=bad)
     dataset.close()
+
+
+def test_every_count_and_byte_total_is_an_int():
+    """`early_samples` and `early_bytes` came out as floats (a list of names missed them)."""
+    from streaming.metrics.counters import COLUMNS, UNITS
+
+    table = np.zeros((2, len(COLUMNS)))
+    table[:, COLUMNS.index("early_samples")] = 16
+    table[:, COLUMNS.index("early_bytes")] = 196
+    out = snapshot(table, now=1.0)
+    assert out["early_samples"] == 32 and type(out["early_samples"]) is int
+    for name, unit in UNITS.items():
+        if unit in ("count", "bytes") and name in out:
+            assert type(out[name]) is int, name
+    for name in ("fetches", "fetch_bytes", "fetch_retries", "fetch_errors"):
+        assert type(out[name]) is int, name
