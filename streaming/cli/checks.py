@@ -53,6 +53,7 @@ class ShardResult:
     digests: int = 0  # digests compared
     problems: list[Problem] = field(default_factory=list)
     undecoded: list[str] = field(default_factory=list)  # `pkl` columns framed but not decoded
+    unlisted: int = 0  # problems found past the ones listed (at most `_MAX_SAMPLE_PROBLEMS`)
 
 
 @dataclass
@@ -67,14 +68,21 @@ class ValidationReport:
     seconds: float = 0.0
     problems: list[Problem] = field(default_factory=list)
     undecoded: list[str] = field(default_factory=list)  # `pkl` columns not decoded (unsafe)
+    unlisted: dict[str, int] = field(default_factory=dict)  # per shard: problems not listed
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def problem_count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + sum(self.unlisted.values())
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
+        data["problem_count"] = self.problem_count
         return data
 
 
@@ -208,9 +216,7 @@ def _decode_all(reader: Any, directory: str, result: ShardResult,
             failures += 1
             if failures <= _MAX_SAMPLE_PROBLEMS:
                 result.problems.append(Problem(result.shard, idx, f"{type(err).__name__}: {err}"))
-    if failures > _MAX_SAMPLE_PROBLEMS:
-        result.problems.append(Problem(result.shard, None, f"{failures - _MAX_SAMPLE_PROBLEMS} "
-                                       "more samples failed to decode"))
+    result.unlisted = max(failures - _MAX_SAMPLE_PROBLEMS, 0)
 
 
 def _check_mds(reader: Any, directory: str, result: ShardResult, maps: dict[str, Any],
@@ -226,9 +232,7 @@ def _check_mds(reader: Any, directory: str, result: ShardResult, maps: dict[str,
 
     data = _mapped(os.path.join(directory, reader.raw_data.basename), maps)
     good = check_mds_samples(reader, data, report, decode_unsafe)
-    if found > _MAX_SAMPLE_PROBLEMS:
-        result.problems.append(Problem(result.shard, None, f"{found - _MAX_SAMPLE_PROBLEMS} more "
-                                       "problems"))
+    result.unlisted = max(found - _MAX_SAMPLE_PROBLEMS, 0)
     return good
 
 
@@ -322,6 +326,8 @@ def validate_dataset(dataset: str, split: str | None = None, workers: int | None
         report.bytes += result.bytes
         report.digests += result.digests
         report.problems += result.problems
+        if result.unlisted:
+            report.unlisted[name] = result.unlisted
         report.undecoded += [c for c in result.undecoded if c not in report.undecoded]
     report.seconds = time.perf_counter() - start
     return report

@@ -157,10 +157,12 @@ def head_command(dataset: str, count: int, split: str | None, allow_unsafe_types
 
 def _render_validation(report: Any) -> str:
     lines = [str(problem) for problem in report.problems]
+    lines += [f"{shard}: {count:,} more problem(s) not listed"
+              for shard, count in report.unlisted.items()]
     if report.undecoded:
         lines.append(f"note: {', '.join(report.undecoded)} framed but not decoded (unpickling "
                      "runs code the data holds): pass --allow-unsafe-types to decode")
-    verdict = "OK" if report.ok else f"{len(report.problems)} problem(s)"
+    verdict = "OK" if report.ok else f"{report.problem_count:,} problem(s)"
     lines.append(f"{verdict}: {report.shards:,} shards, {report.samples:,} samples decoded, "
                  f"{report.digests:,} digests checked, {human_bytes(report.bytes)} in "
                  f"{report.seconds:.2f} s ({human_bytes(report.bytes / max(report.seconds, 1e-9))}"

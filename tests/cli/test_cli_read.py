@@ -117,3 +117,32 @@ def test_head_and_bench_name_a_corrupt_shard_instead_of_a_traceback(
         run = cli(command, dataset)
         assert run.code == 1 and "Traceback" not in run.err, run.err
         assert f"shard.00000.mds is missing from {dataset}" in run.err
+
+
+def test_validate_counts_every_bad_sample_beyond_those_it_lists(cli: Callable,
+                                                                 tmp_path: Any) -> None:
+    """The "N more problems" note counted as one problem (21 said for ~100), the JSON had no
+    total, and samples past 50 bad ones in a block went uncounted."""
+    import json as json_module
+
+    from streaming import MDSWriter
+
+    out = str(tmp_path / "ds")
+    with MDSWriter(out=out, columns={"t": "json"}) as writer:
+        for _ in range(200):
+            writer.write({"t": {"k": "v" * 20}})
+    path = os.path.join(out, "shard.00000.mds")
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    for i in range(len(data) // 2, len(data), 7):
+        data[i] = 0xFF
+    with open(path, "wb") as f:
+        f.write(data)
+    run = cli("validate", "--no-progress", out)
+    *_, more, verdict = run.out.strip().splitlines()
+    decoded = int(verdict.split(", ")[1].split()[0])
+    count = int(verdict.split()[0].replace(",", ""))
+    assert run.code == 1 and decoded + count == 200, run.out
+    assert more == f"shard.00000.mds: {count - 20:,} more problem(s) not listed"
+    report = json_module.loads(cli("validate", "--no-progress", "--json", out).out)
+    assert report["problem_count"] == count and len(report["problems"]) == 20
