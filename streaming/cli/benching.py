@@ -19,14 +19,13 @@ from streaming.cli.source import DatasetSource, open_source
 __all__ = ["bench_read"]
 
 
-def _read_shards(source: DatasetSource, shards: list[dict[str, Any]],
-                 limit: int | None) -> tuple[int, int]:
-    """Read every sample of the given shards; return (samples, raw bytes)."""
+def _read_shards(source: DatasetSource, shards: list[tuple[dict[str, Any], int]]
+                 ) -> tuple[int, int]:
+    """Read the first `stop` samples of each given shard; return (samples, raw bytes)."""
     samples = size = 0
     with tempfile.TemporaryDirectory(prefix="streaming-bench-") as scratch:
-        for obj in shards:
+        for obj, stop in shards:
             reader = source.reader(obj, scratch)
-            stop = None if limit is None else max(0, limit - samples)
             read = 0
             for _ in reader.iter_range(0, stop):
                 read += 1
@@ -34,9 +33,24 @@ def _read_shards(source: DatasetSource, shards: list[dict[str, Any]],
             # A shard cut short by the limit counts its bytes pro rata, not whole.
             size += reader.get_raw_size() * read // max(reader.samples, 1)
             reader.close()
-            if limit is not None and samples >= limit:
-                break
     return samples, size
+
+
+def _within(shards: list[dict[str, Any]], limit: int | None) -> list[tuple[dict[str, Any], int]]:
+    """The shards (each with the samples to read of it) that hold the first `limit` samples.
+    The limit was split evenly over the workers, so with fewer shards than workers (or shards
+    of unequal sizes) a 5,000-sample limit read 1,250."""
+    chosen = []
+    left = limit
+    for obj in shards:
+        count = int(obj.get("samples") or 0)
+        if left is not None:
+            if left <= 0:
+                break
+            count = min(count, left)
+            left -= count
+        chosen.append((obj, count))
+    return chosen
 
 
 def _first_sample_ms(source: DatasetSource) -> float:
@@ -58,14 +72,14 @@ def bench_read(dataset: str, split: str | None, workers: int, limit: int | None,
     source = open_source(dataset, split, allow_unsafe_types)
     first_ms = _first_sample_ms(source)
     shards = source.read_index()
-    per_worker_limit = None if limit is None else -(-limit // workers)
+    chosen = _within(shards, limit)
     start = time.perf_counter()
     if workers == 1:
-        results = [_read_shards(source, shards, per_worker_limit)]
+        results = [_read_shards(source, chosen)]
     else:
         with worker_pool(workers) as pool:
-            futures = [pool.submit(_read_shards, source, shards[i::workers],
-                                   per_worker_limit) for i in range(workers)]
+            futures = [pool.submit(_read_shards, source, chosen[i::workers])
+                       for i in range(workers)]
             results = [f.result() for f in futures]
     seconds = time.perf_counter() - start
     samples = sum(r[0] for r in results)

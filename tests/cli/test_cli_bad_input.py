@@ -182,6 +182,11 @@ def test_bench_limit_counts_the_bytes_of_the_samples_read(cli: Callable, dataset
     part = cli("bench", dataset, "--json", "--limit", "2").json()
     assert part["samples"] == 2
     assert 0 < part["bytes"] < whole["bytes"] / 5  # 2 of a 10-sample shard, of 30 samples
+    # The limit was split evenly over the workers: with more workers than shards (or shards of
+    # unequal sizes) it read less than asked.
+    for workers in ("2", "4"):
+        assert cli("bench", dataset, "--json", "--limit", "25", "--workers",
+                   workers).json()["samples"] == 25
 
 
 def test_simulate_calls_a_run_that_takes_no_time_unbounded(cli: Callable) -> None:
