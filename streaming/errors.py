@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import struct
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -58,6 +59,14 @@ from typing import Any, TypeVar
 
 class StreamingError(Exception):
     """Base class of every error shardstream raises deliberately."""
+
+
+#: What a decoder raises for bytes it cannot decode (bad UTF-8 and JSON are ValueErrors; a
+#: corrupt number, `decimal.InvalidOperation` or an overflow an ArithmeticError; JSON nested
+#: past the parser's depth a RecursionError; a cut pickle an EOFError; a cut header a
+#: struct.error): each read path turns them into a `ShardFormatError` naming file and sample.
+DECODE_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError, struct.error, ArithmeticError, RecursionError, EOFError)
 
 
 class IndexFormatError(StreamingError, ValueError):

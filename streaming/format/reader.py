@@ -10,13 +10,13 @@ process-wide mapping budget needs room; it is never kept open as a file descript
 from __future__ import annotations
 
 import os
-import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from streaming.array import Array
 from streaming.errors import (
+    DECODE_ERRORS,
     IndexFormatError,
     ShardFormatError,
     ShardSizeMismatchError,
@@ -296,7 +296,7 @@ class Reader(Array, ABC):
             return self.decode_sample(data)
         except ShardFormatError:
             raise
-        except (ValueError, struct.error) as err:  # UnicodeDecodeError, JSONDecodeError, ...
+        except DECODE_ERRORS as err:  # UnicodeDecodeError, JSONDecodeError, ...
             raise self.undecodable(idx, err) from err
 
     def undecodable(self, idx: int, err: BaseException) -> ShardFormatError:
@@ -337,7 +337,7 @@ class Reader(Array, ABC):
             return list(self.iter_range(start, stop))
         except StreamingError:
             raise
-        except (ValueError, struct.error) as err:
+        except DECODE_ERRORS as err:
             raise self.undecodable_run(start, stop, err) from err
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

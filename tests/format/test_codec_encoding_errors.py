@@ -175,3 +175,23 @@ def test_json_rejects_unserialisable_values() -> None:
 def test_short_headers_are_shard_format_errors(encoding: str, data: bytes) -> None:
     with pytest.raises(ShardFormatError):
         mds_decode(encoding, data)
+
+
+@pytest.mark.parametrize(("encoding", "raw", "said"), [
+    ("str_decimal", b"not a number", "InvalidOperation"),
+    ("json", b"[" * 100000 + b"]" * 100000, "RecursionError"),
+    ("jpeg", b"this is no image", "not an image Pillow can read"),
+    ("png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 20, "not an image Pillow can read"),
+])
+def test_every_decoder_error_names_the_file_and_sample(tmp_path, encoding, raw, said) -> None:
+    """Errors a decoder raises that are not ValueErrors (decimal's InvalidOperation, JSON
+    nested too deep, Pillow's UnidentifiedImageError) escaped bare, naming no shard."""
+    from streaming import LocalDataset, MDSWriter, StreamingDataset
+    from streaming.errors import ShardFormatError
+
+    with MDSWriter(out=str(tmp_path), columns={"v": encoding, "i": "int"}) as writer:
+        writer.write({"v": raw, "i": 0})  # bytes are taken as already encoded
+    for read in (lambda: LocalDataset(str(tmp_path))[0],
+                 lambda: list(StreamingDataset(local=str(tmp_path), batch_size=1))):
+        with pytest.raises(ShardFormatError, match=rf"shard.00000.mds.*{said}"):
+            read()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.errors import ShardFormatError
+from streaming.errors import DECODE_ERRORS, ShardFormatError
 from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.scalars import Int, Scalar
@@ -160,7 +160,7 @@ def named_errors(samples: Iterator[dict[str, Any]],
         yield from samples
     except ShardFormatError:
         raise
-    except (ValueError, struct.error) as err:
+    except DECODE_ERRORS as err:
         raise fail(err) from err
 
 
@@ -173,7 +173,7 @@ def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterat
             yield dict(zip(names, row))
     except ShardFormatError:
         raise
-    except (ValueError, struct.error) as err:
+    except DECODE_ERRORS as err:
         raise fail(err) from err
 
 

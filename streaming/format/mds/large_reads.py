@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.errors import ShardFormatError
+from streaming.errors import DECODE_ERRORS, ShardFormatError
 from streaming.format.mds.gather import Corrupt, undecodable
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
 from streaming.format.mds.read_plan import (
@@ -113,7 +113,7 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
         raise corrupt("a sample header is cut short.") from None
     except ShardFormatError:
         raise
-    except ValueError as err:  # a value that does not decode (bad UTF-8, JSON...)
+    except DECODE_ERRORS as err:  # a value that does not decode (bad UTF-8, JSON...)
         raise corrupt(undecodable(err), err) from err
     finally:
         os.close(fd)
@@ -171,7 +171,7 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
         raise corrupt("a sample header is cut short.") from None
     except ShardFormatError:
         raise
-    except ValueError as err:  # a value that does not decode (bad UTF-8, JSON...)
+    except DECODE_ERRORS as err:  # a value that does not decode (bad UTF-8, JSON...)
         raise corrupt(undecodable(err), err) from err
     finally:
         os.close(fd)

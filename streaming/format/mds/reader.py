@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from streaming.errors import ShardFormatError, UnsafeTypeError
+from streaming.errors import DECODE_ERRORS, ShardFormatError, UnsafeTypeError
 from streaming.format.encodings import get_encoding, is_mds_encoding_safe
 from streaming.format.encodings.base import reading_views
 from streaming.format.encodings.text import Bytes
@@ -289,7 +289,7 @@ class MDSReader(JointReader):
                                uniform.layout, indices)
         except ShardFormatError:
             raise
-        except (ValueError, struct.error) as err:  # a decoder's own: bad UTF-8, JSON...
+        except DECODE_ERRORS as err:  # a decoder's own: bad UTF-8, JSON...
             raise corrupt(undecodable(err), err) from err
 
     def _uniform_rows(self, state: _Mapped) -> _Rows | None:
