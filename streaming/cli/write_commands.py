@@ -85,8 +85,9 @@ def _out_arg(out: str, local: str | None) -> Any:
 
 def _render_convert(data: dict[str, Any]) -> str:
     where = data["remote"] or data["local"]
-    parts = f" in {len(data['partitions'])} sub-datasets" if data["partitions"] else ""
-    text = f"Wrote {data['samples']:,} samples{parts} to {where}"
+    count = len(data["partitions"])
+    parts = f" in {count} sub-dataset{'s' * (count != 1)}" if count else ""
+    text = f"Wrote {data['samples']:,} sample{'s' * (data['samples'] != 1)}{parts} to {where}"
     if data.get("classes"):
         text += f"\nclasses ({len(data['classes'])}): {', '.join(data['classes'][:20])}"
     return text

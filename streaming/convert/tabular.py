@@ -361,8 +361,10 @@ def csv_to_mds(src: str | Sequence[str], out: Any, *, columns: Mapping[str, str]
                delimiter: str = ",", **options: Any) -> ParallelResult:
     """Convert CSV (or, with ``delimiter="\\t"``, TSV) files with a header row to MDS.
 
-    Column types are inferred from the first file (numbers, text, booleans; empty cells are
-    nulls: NaN in a float column, and they make any other column ``json``) and every file is
+    Column types are inferred from the first file (numbers, text, booleans; empty cells, and
+    in number and boolean columns pyarrow's null markers such as ``NA``, ``null`` and ``N/A``,
+    are nulls: NaN in a float column, and they make any other column ``json``; give a column
+    ``str`` to keep such text) and every file is
     parsed with them; a later file with a column the first lacks is refused. See
     `parquet_to_mds` for the other arguments.
     """

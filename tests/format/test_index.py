@@ -219,3 +219,20 @@ def test_fields_a_reader_cannot_take_name_the_shard(tmp_path, field, value, kind
                                                    r"\(format 'mds'\) is malformed") as info:
             build()
         assert isinstance(info.value, kind)
+
+
+def test_a_column_named_twice_is_refused(tmp_path) -> None:
+    """`column_names: ["id", "id"]` read one column's value under the name, the other's lost."""
+    import json as json_module
+
+    from streaming import MDSWriter
+    from streaming.format import load_readers
+
+    with MDSWriter(out=str(tmp_path), columns={"id": "int", "t": "str"}) as writer:
+        writer.write({"id": 1, "t": "x"})
+    index = json_module.loads((tmp_path / "index.json").read_text())
+    index["shards"][0]["column_names"] = ["id", "id"]
+    (tmp_path / "index.json").write_text(json_module.dumps(index))
+    with pytest.raises(IndexFormatError, match=r"malformed: ValueError: `column_names` lists "
+                                               r"\['id'\] more than once"):
+        load_readers(str(tmp_path))
