@@ -7,6 +7,7 @@ file appears under its final name only when complete and verified (temp + rename
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from dataclasses import dataclass
@@ -148,7 +149,18 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     raw_data = _decompress(src, files, zip_path, data, raw.bytes or None)
     out += PrepareResult(decompress_seconds=time.perf_counter() - start,
                          decompressed_bytes=len(raw_data))
-    write_atomic(raw_path, [raw_data])
+    try:
+        write_atomic(raw_path, [raw_data])
+    except OSError as err:
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        # The error named the temp file; what the user needs is where, and why it is written.
+        raise PermissionError(
+            err.errno, f"Cannot write the decompressed shard {os.path.basename(raw_path)} into "
+            f"{os.path.dirname(raw_path)} ({os.strerror(err.errno or errno.EACCES)}): a "
+            "compressed dataset is decompressed into its local directory. Read it through a "
+            "writable cache: StreamingDataset(remote=<this folder>, local=<a writable one>).",
+            raw_path) from err
     if not src.keep_zip:
         os.remove(zip_path)
     return out

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 import warnings
+from typing import Any
 
 import pytest
 
@@ -415,3 +416,23 @@ def test_a_fifo_in_place_of_a_dataset_file_is_refused_not_waited_on(
             StreamingDataset(remote=remote, local=cache_dir(), batch_size=4)[0]
         else:
             StreamingDataset(local=remote, batch_size=4)[0]
+
+
+def test_a_read_only_compressed_dataset_says_where_and_what_to_do(make_ints, monkeypatch) -> None:
+    """Decompressing into a read-only folder failed naming a `.tmp.<pid>` file. (As root the
+    suite cannot make a folder read-only, so the write itself is refused here.)"""
+    import errno
+
+    from streaming.cache import prepare
+
+    remote = make_ints(range(10), compression="zstd")
+
+    def refused(path: str, parts: Any, **kwargs: Any) -> None:
+        raise PermissionError(errno.EROFS, "Read-only file system", path + ".tmp.1.abc")
+
+    monkeypatch.setattr(prepare, "write_atomic", refused)
+    with StreamingDataset(local=remote, batch_size=4) as ds:
+        with pytest.raises(PermissionError, match=r"Cannot write the decompressed shard "
+                                                  r"shard\.00000\.mds into .*Read-only file "
+                                                  r"system.*writable cache"):
+            ds[0]
