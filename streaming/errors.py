@@ -61,12 +61,20 @@ class StreamingError(Exception):
     """Base class of every error shardstream raises deliberately."""
 
 
-#: What a decoder raises for bytes it cannot decode (bad UTF-8 and JSON are ValueErrors; a
-#: corrupt number, `decimal.InvalidOperation` or an overflow an ArithmeticError; JSON nested
-#: past the parser's depth a RecursionError; a cut pickle an EOFError; a cut header a
-#: struct.error): each read path turns them into a `ShardFormatError` naming file and sample.
-DECODE_ERRORS: tuple[type[BaseException], ...] = (
-    ValueError, struct.error, ArithmeticError, RecursionError, EOFError)
+#: What a decoder raises for bytes it cannot decode that each read path turns into a
+#: `ShardFormatError` naming the file and sample (and also of the decoder's type: bad UTF-8,
+#: bad JSON, a cut header). A decoder's other errors (decimal's `InvalidOperation`, Pillow's
+#: `UnidentifiedImageError`, JSON nested past the parser's depth) keep their type, which code
+#: written for the reference catches, and get a note saying where (`note_where`).
+DECODE_ERRORS: tuple[type[BaseException], ...] = (ValueError, struct.error)
+
+
+def note_where(err: BaseException, where: str) -> None:
+    """Add `where` (the file and sample being decoded) to `err` as a note (PEP 678), once:
+    its type stays the decoder's, and its traceback says which sample of which shard."""
+    notes = getattr(err, "__notes__", ())
+    if where not in notes and hasattr(err, "add_note"):
+        err.add_note(where)
 
 
 class IndexFormatError(StreamingError, ValueError):

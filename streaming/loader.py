@@ -343,8 +343,10 @@ class StreamingDataLoader(DataLoader):
         can be iterated again (new workers; the metrics file goes on). Its iterations begun
         before end: their next `next()` raises StopIteration.
         """
-        self._closes += 1  # an iteration another thread runs ends at its next batch
-        self.suspended_iterations().end()  # the suspended ones end now: workers, slots
+        self._closes += 1  # an iteration of another thread ends at its next `next()`
+        # This thread's suspended ones end now (workers, slots); another thread's generator is
+        # never closed from here: it may be inside `next()` at this moment.
+        self.suspended_iterations().end(same_thread_only=True)
         self._release()
 
     def _release(self) -> None:

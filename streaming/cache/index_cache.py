@@ -150,9 +150,9 @@ class IndexCache:
         """Whether the cached index is one over files in place (its `version` says so; the key
         sorts after `shards`, so it is at the end of the file, not at its start)."""
         try:
-            with open(self.path, "rb") as f:
+            with open_regular(self.path) as f:
                 obj = json.load(f)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return False
         return isinstance(obj, dict) and obj.get("version") == IN_PLACE_VERSION
 
@@ -210,13 +210,14 @@ class IndexCache:
             return
         os.makedirs(self.local_dir, exist_ok=True)
         origin = self._origin()
+        where = _place(loaded.where)
         if os.path.exists(self.path):
             with open(self.path, "rb") as f:
                 old = f.read()
             # The same text from the remote that filled the cache vouches for every file; from
             # another remote it says nothing of the files kept on their size alone.
-            if old == loaded.text and origin in (None, loaded.where):
-                self._record_origin(origin, loaded.where)
+            if old == loaded.text and origin in (None, where):
+                self._record_origin(origin, where)
                 return
             try:
                 refresh = drop_changed_files(self.local_dir, parse_index(old, self.path),
@@ -224,16 +225,18 @@ class IndexCache:
             except IndexFormatError as err:  # includes unsafe file names in the old copy
                 log.warning("Replacing the unusable cached index %s (%s).", self.path, err)
             else:
-                if origin is not None and origin != loaded.where:
+                if origin is not None and origin != where:
                     self._drop_from_elsewhere(refresh.unverified, origin)
                 else:
                     self._judge_unverified(refresh.unverified)
         write_atomic(self.path, [loaded.text])
-        self._record_origin(origin, loaded.where)
+        self._record_origin(origin, where)
 
     def _origin(self) -> str | None:
-        """The remote index this cache was filled from (`streaming.cache.origins`)."""
-        return read_origin(self.local_dir)
+        """The remote index this cache was filled from (`streaming.cache.origins`), in the
+        form `_place` gives."""
+        origin = read_origin(self.local_dir)
+        return None if origin is None else _place(origin)
 
     def _record_origin(self, recorded: str | None, where: str) -> None:
         if recorded != where:
@@ -283,3 +286,13 @@ class IndexCache:
             f"kept as they are: right if the dataset only grew, stale if it was rewritten in "
             f"place. After an in-place rewrite, delete the cache directory (or write the dataset "
             f"with `hashes=[...]`, whose digests tell a rewritten file apart)."), stacklevel=2)
+
+
+def _place(where: str) -> str:
+    """One spelling of an index's location: a local path (or ``file://`` URL) resolved, so a
+    remote given as a relative path, with a trailing slash or through a symlink is the same
+    origin (each spelling deleted the cache's files kept on their size), a URL as it is."""
+    path = where[len("file://"):] if where.startswith("file://") else where
+    if "://" in path:
+        return where
+    return os.path.realpath(path)

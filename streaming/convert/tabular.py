@@ -204,7 +204,11 @@ def _chosen_types(columns: Mapping[str, str] | None, kind: str) -> Any:
         elif family == "int":
             chosen.append(pa.field(name, pa.int64()))
         elif family in _NUMBERS:
-            chosen.append(pa.field(name, pa.from_numpy_dtype(np.dtype(family))))
+            # Parsed wide (pyarrow parses no half floats), then narrowed by the column's own
+            # checks, which name the column and value that does not fit.
+            kind_of = np.dtype(family).kind
+            wide = "float64" if kind_of == "f" else "uint64" if family == "uint64" else "int64"
+            chosen.append(pa.field(name, pa.from_numpy_dtype(np.dtype(wide))))
     return pa.schema(chosen) if chosen else None
 
 
@@ -306,7 +310,10 @@ def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str
         plan = infer_columns(schema, columns, include, sample)
         tasks, total = _parquet_tasks(paths, metas, plan, workers)
     else:
-        sample = _first_batch(paths[0], kind, _chosen_types(columns, kind))
+        chosen = _chosen_types(columns, kind)
+        if chosen is not None:  # names checked first: a JSON schema adds missing fields, null
+            infer_columns(_first_batch(paths[0], kind).schema, columns, include)
+        sample = _first_batch(paths[0], kind, chosen)
         plan = infer_columns(sample.schema, columns, include, sample)
         tasks = [_Task(group[0], kind, tuple(plan.items()), sample.schema,
                        every_column=include is None, also=tuple(group[1:]))

@@ -99,16 +99,20 @@ class ShmBlock:
         """
         if size <= 0:
             raise ValueError(f"Shared memory size must be positive, got {size}")
-        if not reserve:
-            _check_room(name, size)
+        # Created first: a block that exists raises FileExistsError (its caller attaches it),
+        # whatever the room left; only a new block is checked against it.
         fd = _posixshmem.shm_open(_path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, _MODE)
         try:
+            if not reserve:
+                _check_room(name, size)
             os.ftruncate(fd, size)
             if reserve:
                 try:
                     os.posix_fallocate(fd, 0, size)
                 except OSError as err:
-                    raise _no_room(name, size, err) from None
+                    if err.errno == errno.ENOSPC:
+                        raise _no_room(name, size, err) from None
+                    # (a filesystem that cannot reserve: the block stays sparse, as before)
             mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)

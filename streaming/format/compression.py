@@ -120,7 +120,10 @@ class Brotli(LevelledCompression):
 
     def decompress_at_most(self, data: bytes, limit: int) -> bytes:
         decoder = _library("brotli", "brotli").Decompressor()
-        out = decoder.process(data, output_buffer_limit=limit + 1)
+        try:
+            out = decoder.process(data, output_buffer_limit=limit + 1)
+        except TypeError:  # brotli < 1.2 has no output limit: decoded whole, then checked
+            return self.decompress(data)
         if len(out) <= limit and not decoder.is_finished():
             return self.decompress(data)  # a truncated stream: the library's own error
         return out

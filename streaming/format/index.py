@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.errors import IndexFormatError, UnsafePathError
+from streaming.regular_files import open_regular
 
 __all__ = [
     "CorruptIndexError",
@@ -350,5 +351,5 @@ def load_index(filename: str) -> list[ShardEntry]:
     Raises:
         FileNotFoundError: the file does not exist.
     """
-    with open(filename, "rb") as file:
+    with open_regular(filename) as file:
         return parse_index(file.read(), filename)

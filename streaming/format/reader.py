@@ -22,6 +22,7 @@ from streaming.errors import (
     ShardSizeMismatchError,
     StreamingError,
     caused_by,
+    note_where,
 )
 from streaming.format.fileio import open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
@@ -298,6 +299,9 @@ class Reader(Array, ABC):
             raise
         except DECODE_ERRORS as err:  # UnicodeDecodeError, JSONDecodeError, ...
             raise self.undecodable(idx, err) from err
+        except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
+            note_where(err, str(self.undecodable(idx, err)))
+            raise
 
     def undecodable(self, idx: int, err: BaseException) -> ShardFormatError:
         """The error for sample `idx` whose bytes do not decode (a corrupt shard file)."""
@@ -339,6 +343,9 @@ class Reader(Array, ABC):
             raise
         except DECODE_ERRORS as err:
             raise self.undecodable_run(start, stop, err) from err
+        except Exception as err:  # a decoder's own other type: kept, and placed
+            note_where(err, str(self.undecodable_run(start, stop, err)))
+            raise
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_range()

@@ -39,6 +39,7 @@ from streaming.atomic import write_atomic
 from streaming.errors import UnsafePathError
 from streaming.format.index import ShardEntry, check_basename
 from streaming.format.shard_files import RAW, ShardFiles
+from streaming.regular_files import open_regular
 
 __all__ = ["TABLE_MIN_SHARDS", "TABLE_SUFFIX", "ShardTable", "check_table", "index_key",
            "load_table", "parse_table", "save_table", "table_bytes", "table_file_size"]
@@ -271,7 +272,7 @@ def load_table(path: str, key: str) -> ShardTable | None:
     index and writes a new table. The arrays are read-only views of one shared mapping.
     """
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             if os.fstat(f.fileno()).st_size < _HEAD.size:
                 return None
             view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

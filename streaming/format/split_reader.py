@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from streaming.format.fileio import map_file
+from streaming.format.fileio import map_file, open_regular
 from streaming.format.index import FileInfo
 from streaming.format.reader import Reader
 
@@ -39,7 +39,7 @@ class SplitReader(Reader):
 
     def _load(self) -> _SplitMapped:
         """Read the (small) meta file whole, map the data file, and check they agree."""
-        with open(self._path(self.raw_meta), "rb") as file:
+        with open_regular(self._path(self.raw_meta)) as file:
             meta = file.read()
         data = map_file(self._path(self.raw_data))
         self._check_size(self.raw_meta, len(meta))

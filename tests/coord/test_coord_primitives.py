@@ -254,5 +254,8 @@ def test_a_block_dev_shm_cannot_hold_is_a_clear_enospc(monkeypatch) -> None:
         ShmBlock.create(name, 4096, reserve=True)
     assert info.value.errno == errno.ENOSPC and not shm.block_exists(name)
     block = ShmBlock.create(name, 4096)  # sparse, with the room unknown: made
+    monkeypatch.setattr(shm, "_free_bytes", lambda: 0)
+    with pytest.raises(FileExistsError):  # an existing block is for attaching, room or not
+        ShmBlock.create(name, 4096)
     block.close()
     block.unlink()

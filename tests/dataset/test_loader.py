@@ -45,18 +45,36 @@ def test_close_ends_the_live_iteration(ints30, cache_dir, workers) -> None:
     assert ids(loader)[0] == [0, 1, 2, 3]  # and it iterates again, from its start
 
 
-def test_close_from_another_thread_ends_the_iteration_at_its_next_batch(ints30,
-                                                                      cache_dir) -> None:
+@pytest.mark.parametrize("workers", [0, 2])
+def test_close_from_another_thread_ends_the_iteration_at_its_next_batch(ints30, cache_dir,
+                                                                      workers) -> None:
+    """A watchdog thread closing the loader while the training thread iterates: the loop ends
+    cleanly at its next batch. (Closing the other thread's generator from the closing thread
+    raised "generator already executing" in the training thread.)"""
     import threading
 
     ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
-    loader = StreamingDataLoader(ds, batch_size=4, num_workers=0)
-    seen = []
-    for batch in loader:
-        seen.append(batch["v"].tolist())
-        closer = threading.Thread(target=loader.close)
-        closer.start()
-        closer.join()
+    loader = StreamingDataLoader(ds, batch_size=4, num_workers=workers)
+    first, closed = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def train() -> None:
+        try:
+            for batch in loader:
+                seen.append(batch["v"].tolist())
+                first.set()
+                assert closed.wait(60)
+        except BaseException as err:  # noqa: BLE001 - reported by the assertion below
+            errors.append(err)
+
+    trainer = threading.Thread(target=train)
+    trainer.start()
+    assert first.wait(120)
+    loader.close()
+    closed.set()
+    trainer.join(120)
+    assert not trainer.is_alive() and not errors, errors
     assert seen == [[0, 1, 2, 3]]
 
 

@@ -39,27 +39,7 @@ def _check_image(obj: Any) -> None:
 
 
 def _open(data: bytes | memoryview) -> PILImage:
-    image = pil_image_module()
-    try:
-        return image.open(BytesIO(data))
-    except image.UnidentifiedImageError as err:
-        # Also a ValueError, so every read path names the shard and sample (an OSError
-        # escaped bare); still Pillow's type for code written against the reference.
-        unreadable = globals().get("UnreadableImageError") or __getattr__("UnreadableImageError")
-        raise unreadable(f"not an image Pillow can read: {err}") from err
-
-
-def __getattr__(name: str) -> Any:
-    """`UnreadableImageError`, made on first use (it subclasses Pillow's error, and Pillow is
-    imported only when an image is decoded); found here by name, so it pickles."""
-    if name == "UnreadableImageError":
-        cls = type("UnidentifiedImageError",
-                   (pil_image_module().UnidentifiedImageError, ValueError),
-                   {"__module__": __name__, "__qualname__": "UnreadableImageError",
-                    "__doc__": "Pillow's UnidentifiedImageError that is also a ValueError."})
-        globals()[name] = cls
-        return cls
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return pil_image_module().open(BytesIO(data))
 
 
 class PIL(Encoding):

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.errors import DECODE_ERRORS, ShardFormatError
+from streaming.errors import DECODE_ERRORS, ShardFormatError, note_where
 from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.scalars import Int, Scalar
@@ -162,6 +162,9 @@ def named_errors(samples: Iterator[dict[str, Any]],
         raise
     except DECODE_ERRORS as err:
         raise fail(err) from err
+    except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
+        note_where(err, str(fail(err)))
+        raise
 
 
 def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
@@ -175,6 +178,9 @@ def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterat
         raise
     except DECODE_ERRORS as err:
         raise fail(err) from err
+    except Exception as err:  # a decoder's own other type: kept, and placed
+        note_where(err, str(fail(err)))
+        raise
 
 
 def uniform_block(rows: np.ndarray, layout: Sequence[tuple[Column, int, int]], view: memoryview,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.errors import DECODE_ERRORS, ShardFormatError
+from streaming.errors import DECODE_ERRORS, ShardFormatError, note_where
 from streaming.format.mds.gather import Corrupt, undecodable
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
 from streaming.format.mds.read_plan import (
@@ -115,6 +115,9 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
         raise
     except DECODE_ERRORS as err:  # a value that does not decode (bad UTF-8, JSON...)
         raise corrupt(undecodable(err), err) from err
+    except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
+        note_where(err, str(corrupt(undecodable(err), err)))
+        raise
     finally:
         os.close(fd)
 
@@ -173,5 +176,8 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
         raise
     except DECODE_ERRORS as err:  # a value that does not decode (bad UTF-8, JSON...)
         raise corrupt(undecodable(err), err) from err
+    except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
+        note_where(err, str(corrupt(undecodable(err), err)))
+        raise
     finally:
         os.close(fd)
