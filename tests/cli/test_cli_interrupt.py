@@ -50,15 +50,22 @@ def _start_as_from_a_terminal(argv: list[str], env: dict[str, str]) -> subproces
         signal.signal(signal.SIGINT, previous)
 
 
-@pytest.mark.parametrize("command", ["validate", "bench"])
-def test_ctrl_c_during_a_parallel_command_is_one_line_and_exit_130(
-        command: str, dataset: str, tmp_path: Any) -> None:
+def _stalling_server(dataset: str) -> tuple[Any, ThreadingHTTPServer, str]:
+    """A server of `dataset`'s folder on 127.0.0.1 whose shard requests stall until the test
+    sets `handler.release`; returns the handler class, the server and the dataset's URL."""
     handler = type("Handler", (_StallingHandler,),
                    {"asked": threading.Event(), "release": threading.Event()})
     server = ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=os.path.dirname(dataset)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{os.path.basename(dataset)}"
+    return handler, server, f"http://127.0.0.1:{server.server_address[1]}/" \
+                            f"{os.path.basename(dataset)}"
+
+
+@pytest.mark.parametrize("command", ["validate", "bench"])
+def test_ctrl_c_during_a_parallel_command_is_one_line_and_exit_130(
+        command: str, dataset: str, tmp_path: Any) -> None:
+    handler, server, url = _stalling_server(dataset)
     env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(tmp_path))
     proc = _start_as_from_a_terminal(
         [sys.executable, "-m", "streaming", command, url, "--workers", "2"], env)
@@ -103,12 +110,7 @@ def test_a_parallel_command_whose_parent_is_ended_leaves_no_worker(
     """SIGTERM (what `timeout`, Kubernetes and Slurm send) to the parent only: its workers went
     on forever, holding the caller's pipes open. Now SIGTERM ends the command as Ctrl-C does
     (exit 143), and workers of a parent killed outright end by themselves."""
-    handler = type("Handler", (_StallingHandler,),
-                   {"asked": threading.Event(), "release": threading.Event()})
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=os.path.dirname(dataset)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{os.path.basename(dataset)}"
+    handler, server, url = _stalling_server(dataset)
     env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "streaming", "validate", url, "--workers",
                              "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
