@@ -13,7 +13,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns, table_rows
+from streaming.convert.column_values import table_rows
+from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
 
 __all__ = ["hf_to_mds", "table_to_mds"]

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from streaming.convert.columns import table_rows
+from streaming.convert.column_values import table_rows
 from streaming.convert.spark_schema import SPARK_TO_MDS, infer_dataframe_schema, is_json_compatible
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streaming.convert.columns import ConversionError, infer_columns, table_rows
+from streaming.convert.column_values import table_rows
+from streaming.convert.columns import ConversionError, infer_columns
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import MergeReport, merge_partitions

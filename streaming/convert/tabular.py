@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns, table_rows
+from streaming.convert.column_values import table_rows
+from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
 
 __all__ = ["EXTENSIONS", "csv_to_mds", "expand_sources", "jsonl_to_mds", "parquet_to_mds"]

@@ -9,12 +9,11 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
+from streaming.convert.column_values import column_values, table_rows  # noqa: E402
 from streaming.convert.columns import (  # noqa: E402
     ConversionError,
-    column_values,
     infer_columns,
     infer_encoding,
-    table_rows,
 )
 from streaming.format.encodings import get_encoding  # noqa: E402
 
