@@ -28,11 +28,13 @@ process maps after a minute.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import mmap
 import os
 import secrets
+import threading
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
@@ -94,6 +96,9 @@ class WorkerRing:
         self._blocks: list[ShmBlock | None] = [None] * slots
         self._next = 0
         self._pid = os.getpid()
+        # Made in each worker (a lock does not pickle): see `_unlink_own`.
+        self._orphan_lock: threading.Lock | None = None
+        self._orphaned = False
         # Half of each slot's 16-hex name, chosen here in the loader's process, so that process
         # can find the slots its workers created and the loader never mapped.
         self.prefix = f"ss_{os.getuid()}_{secrets.token_hex(4)}"
@@ -101,9 +106,13 @@ class WorkerRing:
         after_workers_exit(_unlink_unmapped_at_exit)
 
     def _unlink_own(self) -> None:
-        for block in self._blocks:
-            if block is not None:
-                unlink_block(block.name)
+        # Under the lock `_block` creates under: a slot made while this ran (the worker's main
+        # thread goes on until the process ends) would outlive it.
+        with self._orphan_lock or contextlib.nullcontext():
+            self._orphaned = True
+            for block in self._blocks:
+                if block is not None:
+                    unlink_block(block.name)
 
     def unlink_unmapped(self) -> list[str]:
         """Unlink the slots of this ring's workers the loader never mapped; call only once
@@ -115,6 +124,7 @@ class WorkerRing:
             self._blocks, self._next, self._pid = [None] * self.slots, 0, os.getpid()
             # Its loader's process unlinks the slots once this worker exits; if that process
             # dies first, nothing would before the next sweep (a minute on): this worker does.
+            self._orphan_lock, self._orphaned = threading.Lock(), False
             when_orphaned(self._unlink_own)
         arrays, layout, total = [], [], 0
         blobs, blob_layout = [], []
@@ -163,8 +173,11 @@ class WorkerRing:
         _check_room(size)
         # Not unlinked when this worker exits: the loader may still hold one of its batches
         # (delivered out of order) and map the slot after the worker is gone; it unlinks it.
-        block = ShmBlock.create(name, size, reserve=True)
-        self._blocks[slot] = block
+        with self._orphan_lock or contextlib.nullcontext():
+            block = ShmBlock.create(name, size, reserve=True)
+            if self._orphaned:  # its loader is gone: nobody would map or unlink it
+                unlink_block(name)
+            self._blocks[slot] = block
         return block
 
 
