@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from streaming.convert.column_values import table_rows
-from streaming.convert.columns import ConversionError, import_pyarrow, infer_columns
+from streaming.convert.columns import _SCALARS, ConversionError, import_pyarrow, infer_columns
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
 
 __all__ = ["EXTENSIONS", "csv_to_mds", "expand_sources", "jsonl_to_mds", "parquet_to_mds"]
@@ -126,8 +126,6 @@ def _block_size(path: str) -> int:
     """A parse block that holds the file's longest line: pyarrow refused a row longer than its
     1 MiB block ("straddling object straddles two block boundaries"), and no option reached
     it. One pass over the file's bytes, in numpy, to find that line."""
-    import numpy as np
-
     longest, start, offset = 0, 0, 0
     with open(path, "rb") as file:
         while chunk := file.read(64 << 20):
@@ -204,17 +202,13 @@ def _chosen_types(columns: Mapping[str, str] | None, kind: str) -> Any:
             chosen.append(pa.field(name, pa.string()))
         elif family == "int":
             chosen.append(pa.field(name, pa.int64()))
-        elif family in _NUMBERS:
+        elif family in _SCALARS:
             # Parsed wide (pyarrow parses no half floats), then narrowed by the column's own
             # checks, which name the column and value that does not fit.
             kind_of = np.dtype(family).kind
             wide = "float64" if kind_of == "f" else "uint64" if family == "uint64" else "int64"
             chosen.append(pa.field(name, pa.from_numpy_dtype(np.dtype(wide))))
     return pa.schema(chosen) if chosen else None
-
-
-_NUMBERS = {"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-            "float16", "float32", "float64"}
 
 
 def _first_batch(path: str, kind: str, chosen: Any = None) -> Any:
