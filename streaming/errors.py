@@ -77,6 +77,22 @@ def note_where(err: BaseException, where: str) -> None:
         err.add_note(where)
 
 
+def decode_failure(err: Exception, fail: Callable[[Exception], Exception]) -> Exception:
+    """The exception a read path raises for `err`, raised while it decoded samples, where
+    `fail(err)` makes the error naming the file and sample(s): ours pass through as they are,
+    `DECODE_ERRORS` become `fail(err)` caused by `err`, and a decoder's other types are kept
+    with a note saying where (`note_where`). Every read path's handler is
+    `except Exception as err: raise decode_failure(err, fail)`, so the rule is written once."""
+    if isinstance(err, StreamingError):
+        return err
+    if isinstance(err, DECODE_ERRORS):
+        failure = fail(err)
+        failure.__cause__ = err
+        return failure
+    note_where(err, str(fail(err)))
+    return err
+
+
 class IndexFormatError(StreamingError, ValueError):
     """An index.json that cannot be trusted: not JSON, wrong version, missing or bad fields."""
 

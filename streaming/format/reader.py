@@ -12,17 +12,16 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from streaming.array import Array
 from streaming.errors import (
-    DECODE_ERRORS,
     IndexFormatError,
     ShardFormatError,
     ShardSizeMismatchError,
-    StreamingError,
     caused_by,
-    note_where,
+    decode_failure,
 )
 from streaming.format.fileio import open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
@@ -295,13 +294,8 @@ class Reader(Array, ABC):
         data = self.get_sample_data(idx)
         try:
             return self.decode_sample(data)
-        except ShardFormatError:
-            raise
-        except DECODE_ERRORS as err:  # UnicodeDecodeError, JSONDecodeError, ...
-            raise self.undecodable(idx, err) from err
-        except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
-            note_where(err, str(self.undecodable(idx, err)))
-            raise
+        except Exception as err:
+            raise decode_failure(err, partial(self.undecodable, idx))  # noqa: B904 (it sets the cause)
 
     def undecodable(self, idx: int, err: BaseException) -> ShardFormatError:
         """The error for sample `idx` whose bytes do not decode (a corrupt shard file)."""
@@ -339,13 +333,8 @@ class Reader(Array, ABC):
         """
         try:
             return list(self.iter_range(start, stop))
-        except StreamingError:
-            raise
-        except DECODE_ERRORS as err:
-            raise self.undecodable_run(start, stop, err) from err
-        except Exception as err:  # a decoder's own other type: kept, and placed
-            note_where(err, str(self.undecodable_run(start, stop, err)))
-            raise
+        except Exception as err:
+            raise decode_failure(err, partial(self.undecodable_run, start, stop))  # noqa: B904 (it sets the cause)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_range()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.errors import DECODE_ERRORS, ShardFormatError, note_where
+from streaming.errors import ShardFormatError, decode_failure
 from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.scalars import Int, Scalar
@@ -158,13 +158,8 @@ def named_errors(samples: Iterator[dict[str, Any]],
     costs nothing while nothing fails."""
     try:
         yield from samples
-    except ShardFormatError:
-        raise
-    except DECODE_ERRORS as err:
-        raise fail(err) from err
-    except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
-        note_where(err, str(fail(err)))
-        raise
+    except Exception as err:
+        raise decode_failure(err, fail)  # noqa: B904 (it sets the cause)
 
 
 def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
@@ -174,13 +169,8 @@ def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterat
     try:
         for row in zip(*values):
             yield dict(zip(names, row))
-    except ShardFormatError:
-        raise
-    except DECODE_ERRORS as err:
-        raise fail(err) from err
-    except Exception as err:  # a decoder's own other type: kept, and placed
-        note_where(err, str(fail(err)))
-        raise
+    except Exception as err:
+        raise decode_failure(err, fail)  # noqa: B904 (it sets the cause)
 
 
 def uniform_block(rows: np.ndarray, layout: Sequence[tuple[Column, int, int]], view: memoryview,

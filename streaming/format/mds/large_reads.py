@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from streaming.errors import DECODE_ERRORS, ShardFormatError, note_where
+from streaming.errors import decode_failure
 from streaming.format.mds.gather import Corrupt, undecodable
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
 from streaming.format.mds.read_plan import (
@@ -111,13 +111,8 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             yield sample
     except struct.error:
         raise corrupt("a sample header is cut short.") from None
-    except ShardFormatError:
-        raise
-    except DECODE_ERRORS as err:  # a value that does not decode (bad UTF-8, JSON...)
-        raise corrupt(undecodable(err), err) from err
-    except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
-        note_where(err, str(corrupt(undecodable(err), err)))
-        raise
+    except Exception as err:
+        raise decode_failure(err, lambda e: corrupt(undecodable(e), e))  # noqa: B904 (it sets the cause)
     finally:
         os.close(fd)
 
@@ -172,12 +167,7 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             first = last
     except struct.error:
         raise corrupt("a sample header is cut short.") from None
-    except ShardFormatError:
-        raise
-    except DECODE_ERRORS as err:  # a value that does not decode (bad UTF-8, JSON...)
-        raise corrupt(undecodable(err), err) from err
-    except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
-        note_where(err, str(corrupt(undecodable(err), err)))
-        raise
+    except Exception as err:
+        raise decode_failure(err, lambda e: corrupt(undecodable(e), e))  # noqa: B904 (it sets the cause)
     finally:
         os.close(fd)

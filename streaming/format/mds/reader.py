@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from streaming.errors import DECODE_ERRORS, ShardFormatError, UnsafeTypeError, note_where
+from streaming.errors import ShardFormatError, UnsafeTypeError, decode_failure
 from streaming.format.encodings import get_encoding, is_mds_encoding_safe
 from streaming.format.encodings.base import reading_views
 from streaming.format.encodings.text import Bytes
@@ -290,13 +290,8 @@ class MDSReader(JointReader):
             rows = uniform.rows
             return gather_rows(state.view, int(state.offsets[0]), rows.shape[1], self.samples,
                                uniform.layout, indices)
-        except ShardFormatError:
-            raise
-        except DECODE_ERRORS as err:  # a decoder's own: bad UTF-8, JSON...
-            raise corrupt(undecodable(err), err) from err
-        except Exception as err:  # a decoder's own other type (Pillow's...): kept, and placed
-            note_where(err, str(corrupt(undecodable(err), err)))
-            raise
+        except Exception as err:
+            raise decode_failure(err, lambda e: corrupt(undecodable(e), e))  # noqa: B904 (it sets the cause)
 
     def _uniform_rows(self, state: _Mapped) -> _Rows | None:
         """The shard's rows and their shared layout, or None if sample layouts differ."""
