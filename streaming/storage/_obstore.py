@@ -19,13 +19,12 @@ decides how often to try.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import obstore
 from obstore.exceptions import GenericError, PermissionDeniedError, UnauthenticatedError
@@ -40,94 +39,22 @@ from streaming.storage.base import (
     ProgressFn,
     Store,
     error_detail,
-    stall_timeout,
 )
+from streaming.storage.client_options import client_settings, parallel_settings, upload_timeout
 from streaming.storage.urls import redact
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ObstoreBackedStore", "ClientOptions", "client_settings", "parallel_settings",
-           "UPLOAD_TIMEOUT"]
+__all__ = ["ObstoreBackedStore"]
 
 _STREAM_CHUNK = IO_CHUNK_BYTES
 
-#: Seconds one upload request (a whole small object, or one part of a multipart upload) may take
-#: from its first byte sent to its answer; `STREAMING_UPLOAD_TIMEOUT` overrides it. Generous on
-#: purpose: it is the only way a dead upload connection is noticed, and it must not cut a part
-#: that shares a slow uplink with the others in flight (5 MiB parts, `parallelism` of them per
-#: file, a writer's threads uploading several files at once).
-UPLOAD_TIMEOUT = 300.0
 _KIND = re.compile(r"\bkind: (\w+)")
 # What S3 and Azure answer a listing of a bucket / container that does not exist.
 _MISSING_CONTAINER = re.compile(r"\b(NoSuchBucket|ContainerNotFound|status: 404\b)")
 _REFUSED = re.compile(r"\b(status: 403\b|status code: 403\b)")
 # A credential the client itself cannot use (e.g. an Azure key that is not base64).
 _BAD_CREDENTIAL = re.compile(r"\b(InvalidAccessKey|Invalid Access Key)\b")
-
-
-class ClientOptions(TypedDict, total=False):
-    """HTTP settings shared by every obstore-backed store."""
-
-    connect_timeout: float
-    """Seconds to establish a connection (default 10)."""
-    read_timeout: float
-    """Seconds a response may stall without data before the attempt fails and is retried at
-    once (default `STREAMING_STALL_TIMEOUT` from the environment, else 5: a connection that
-    died silently never errors)."""
-    upload_timeout: float
-    """Seconds one upload request (a small object, or one part of a multipart upload) may take
-    from its first byte sent to its answer (default `STREAMING_UPLOAD_TIMEOUT` from the
-    environment, else 300). Uploads cannot use `read_timeout`: the HTTP client runs it while it
-    sends, when nothing is read, so it would take a slow uplink for a dead connection."""
-    max_retries: int
-    """obstore's internal retries per request (default 0: `transfer.fetch` retries instead)."""
-    allow_http: bool
-    """Permit plain-http endpoints (default: only when the endpoint URL says http://)."""
-    root_certificate: str
-    """PEM text of an extra CA to trust (self-signed test servers, private CAs)."""
-    parallel_threshold: int
-    """Objects of at least this many bytes download in parts over concurrent connections
-    (default 32 MiB; one connection rarely fills a cloud link). 0 turns it off."""
-    part_size: int
-    """Bytes per part of a parallel download (default 8 MiB)."""
-    parallelism: int
-    """Connections per parallel download, and parts in flight per multipart upload (default 4;
-    1 turns parallel download parts off)."""
-
-
-
-
-def upload_timeout() -> float:
-    """Seconds an upload request may take (read when a store opens)."""
-    return float(os.environ.get("STREAMING_UPLOAD_TIMEOUT") or UPLOAD_TIMEOUT)
-
-
-def client_settings(options: dict[str, Any], *, allow_http: bool = False) -> dict[str, Any]:
-    """Split our `ClientOptions` into obstore's ``client_options`` and ``retry_config`` (the
-    `upload_timeout` key stays out: `ObstoreBackedStore` consumes it)."""
-    client: dict[str, Any] = {
-        "connect_timeout": timedelta(seconds=float(options.pop("connect_timeout", 10))),
-        "read_timeout": timedelta(seconds=float(options.pop("read_timeout", stall_timeout()))),
-        # A whole-request cap would cut large objects off; `fetch` bounds each attempt instead.
-        "timeout": timedelta(hours=24),
-        "allow_http": bool(options.pop("allow_http", allow_http)),
-    }
-    cert = options.pop("root_certificate", None)
-    if cert:
-        client["root_certificate"] = cert
-    retry = {"max_retries": int(options.pop("max_retries", 0))}
-    return {"client_options": client, "retry_config": retry}
-
-
-def parallel_settings(options: dict[str, Any],
-                      default_threshold: int = 32 << 20) -> tuple[int, int, int]:
-    """``(threshold, part size, parallelism)`` for ranged downloads, popped from `options`."""
-    threshold = int(options.pop("parallel_threshold", default_threshold))
-    part = int(options.pop("part_size", IO_CHUNK_BYTES))
-    workers = int(options.pop("parallelism", 4))
-    if part < 1 or workers < 1:
-        raise ValueError(f"part_size and parallelism must be positive, got {part}, {workers}")
-    return threshold, part, workers
 
 
 def _check_prefix(url: str, prefix: str) -> None:

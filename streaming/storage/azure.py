@@ -19,7 +19,8 @@ from obstore.store import AzureStore as _ObstoreAzure
 if TYPE_CHECKING:
     from obstore.store import AzureConfig
 
-from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
+from streaming.storage._obstore import ObstoreBackedStore
+from streaming.storage.client_options import ClientOptions
 from streaming.storage.urls import Layout, join_key, parse_azure_url
 
 __all__ = ["AzureStore", "AzureDataLakeStore", "AzureOptions"]

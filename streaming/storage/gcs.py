@@ -19,8 +19,8 @@ import requests
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 
-from streaming.storage._obstore import upload_timeout
 from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, stall_timeout
+from streaming.storage.client_options import upload_timeout
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.urls import split_url
 

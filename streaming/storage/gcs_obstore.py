@@ -20,8 +20,9 @@ from typing import Any
 from obstore.store import GCSStore as _ObstoreGCS
 
 from streaming.errors import MissingDependencyError
-from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
+from streaming.storage._obstore import ObstoreBackedStore
 from streaming.storage.base import Store
+from streaming.storage.client_options import ClientOptions
 from streaming.storage.s3 import S3Store
 from streaming.storage.urls import split_url
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from obstore.store import HTTPStore as _ObstoreHTTP
 
-from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
+from streaming.storage._obstore import ObstoreBackedStore
+from streaming.storage.client_options import ClientOptions
 
 __all__ = ["HTTPStore", "HTTPOptions"]
 

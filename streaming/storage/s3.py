@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 from streaming.errors import RemoteUnreachableError
 from streaming.storage._forksafe import forksafe
-from streaming.storage._obstore import ClientOptions, ObstoreBackedStore
+from streaming.storage._obstore import ObstoreBackedStore
 from streaming.storage.base import AccessDeniedError
+from streaming.storage.client_options import ClientOptions
 from streaming.storage.messages import s3_not_found
 from streaming.storage.urls import split_url
 
