@@ -103,12 +103,23 @@ class CacheControls:
 
     def unpin_shards(self, shard_ids: Sequence[int] | np.ndarray) -> None:
         """Let pinned shards be evicted again."""
-        self._ss_cache.unpin(np.asarray(shard_ids, np.int64))
+        self._ss_cache.unpin(shard_ids)
 
     def evict_shard(self, shard_id: int) -> None:
-        """Delete a shard's files from the cache now (fetched again when next needed)."""
-        self._ss_cache.evict(shard_id)
+        """Delete a shard's files from the cache now (fetched again when next needed).
+
+        Raises:
+            ValueError: the id is out of range, or the shard's stream has no remote: its files
+                are the only copy of its samples (the reference deletes them).
+        """
+        self._ss_cache.evict_on_request(shard_id)
 
     def evict_coldest_shard(self) -> None:
-        """Evict the shard the cache would evict next."""
+        """Evict the shard the cache would evict next: never a pinned shard, one in use, or
+        one whose only copy is local (the reference takes the coldest cached shard, whatever
+        it is).
+
+        Raises:
+            ValueError: no shard qualifies (`CacheFullError`).
+        """
         self._ss_cache.evict_coldest()

@@ -15,7 +15,8 @@ import numpy as np
 from streaming.errors import StreamingError
 from streaming.order.next_use import NEVER
 
-__all__ = ["EVICTION_ENV", "NEVER", "CacheFullError", "choose_evictions", "future_aware_policy"]
+__all__ = ["EVICTION_ENV", "NEVER", "CacheFullError", "choose_evictions", "future_aware_policy",
+           "nothing_to_evict", "rank_evictions"]
 
 #: Environment variable choosing the eviction policy: "future" (the default) or "lru".
 EVICTION_ENV = "STREAMING_EVICTION"
@@ -31,7 +32,6 @@ def future_aware_policy() -> bool:
     if policy not in ("future", "lru"):
         raise ValueError(f"{EVICTION_ENV} must be 'future' or 'lru', got {policy!r}.")
     return policy == "future"
-
 
 
 class CacheFullError(StreamingError, ValueError):
@@ -72,19 +72,30 @@ def choose_evictions(
     excess = usage_bytes + needed_bytes - limit_bytes
     if excess <= 0:
         return np.empty(0, np.int64)
+    ranked = rank_evictions(resident=resident, evictable=evictable, last_access=last_access,
+                            next_use=next_use)
+    freed = np.cumsum(size_bytes[ranked])
+    count = int(np.searchsorted(freed, excess, side="left")) + 1
+    if count > len(ranked):
+        raise nothing_to_evict(f"need {excess} more bytes, only "
+                               f"{int(freed[-1]) if len(freed) else 0} bytes are evictable.")
+    return ranked[:count]
+
+
+def rank_evictions(*, resident: np.ndarray, evictable: np.ndarray, last_access: np.ndarray,
+                   next_use: np.ndarray | None = None) -> np.ndarray:
+    """The shards `choose_evictions` may take (resident and evictable), best victim first
+    (int64 ids; its arguments mean the same)."""
     candidates = np.flatnonzero(resident & evictable)
     if next_use is None:
         order = np.argsort(last_access[candidates], kind="stable")
     else:
         # lexsort: last key is primary. Latest next use first, then coldest.
         order = np.lexsort((last_access[candidates], -next_use[candidates].astype(np.float64)))
-    ranked = candidates[order]
-    freed = np.cumsum(size_bytes[ranked])
-    count = int(np.searchsorted(freed, excess, side="left")) + 1
-    if count > len(ranked):
-        raise CacheFullError(
-            f"Attempted shard eviction, but there are no shards present locally to evict. "
-            f"Your cache limit may be too low: need {excess} more bytes, only "
-            f"{int(freed[-1]) if len(freed) else 0} bytes are evictable."
-        )
-    return ranked[:count].astype(np.int64)
+    return candidates[order].astype(np.int64)
+
+
+def nothing_to_evict(detail: str) -> CacheFullError:
+    """The error for an eviction that finds too little to evict (the reference's wording)."""
+    return CacheFullError("Attempted shard eviction, but there are no shards present locally "
+                          f"to evict. Your cache limit may be too low: {detail}")

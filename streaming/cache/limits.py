@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_cache_limit"]
+__all__ = ["check_cache_limit", "required_bytes"]
 
 
 def check_cache_limit(limit: int, index_bytes: int, shard_bytes: np.ndarray,
@@ -45,10 +45,18 @@ def check_cache_limit(limit: int, index_bytes: int, shard_bytes: np.ndarray,
             "bytes; as high as possible avoids thrashing.")
     pinned = int(shard_bytes[~fetchable].sum())
     fetch = int(shard_bytes[fetchable].max()) if fetchable.any() else 0
-    if pinned and limit < index_bytes + pinned + fetch:
+    if pinned and limit < required_bytes(index_bytes, shard_bytes, ~fetchable):
         more = f", and the largest shard to fetch needs {fetch} bytes more" if fetch else ""
         raise ValueError(
             f"Cache limit ({limit} bytes) cannot be met: {int((~fetchable).sum())} shards "
             f"({pinned} bytes) exist only in their local directory (their stream has no "
             f"remote), so they are never evicted{more}. Raise `cache_limit` by at least "
             f"{index_bytes + pinned + fetch - limit} bytes.")
+
+
+def required_bytes(index_bytes: int, shard_bytes: np.ndarray, kept: np.ndarray) -> int:
+    """The least a cache limit must hold when the shards `kept` (bool per shard: pinned, or
+    their only copy is local) are never evicted: the indexes, those shards, and room to fetch
+    the largest of the others."""
+    others = shard_bytes[~kept]
+    return index_bytes + int(shard_bytes[kept].sum()) + (int(others.max()) if len(others) else 0)

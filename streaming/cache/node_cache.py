@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from streaming.cache.epoch_uses import EpochUses, Locate
-from streaming.cache.eviction import CacheFullError, choose_evictions, future_aware_policy
+from streaming.cache.eviction import (
+    CacheFullError,
+    choose_evictions,
+    future_aware_policy,
+    nothing_to_evict,
+    rank_evictions,
+)
 from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.pinning import PinnedShards
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
@@ -302,18 +308,12 @@ class NodeCache(PinnedShards, NodeMetrics):
                 return
         next_use = self.next_uses()  # outside the lock: may build the epoch's schedule
         with self.claims.lock:
-            states = self.claims.states.numpy()
-            evictable = self.info.has_remote & (self.pinned.numpy() == 0)
-            in_use = self.in_use.numpy()
-            evictable[in_use[in_use >= 0]] = False
-            if exclude >= 0:
-                evictable[exclude] = False
             victims = choose_evictions(
                 # What evicting each frees: a prepared shard holds its raw form only, less
                 # than the raw + zip bytes reserved for it while it was fetched.
                 size_bytes=self.counted.numpy(),
-                resident=states == ShardState.LOCAL,
-                evictable=evictable,
+                resident=self.claims.states.numpy() == ShardState.LOCAL,
+                evictable=self._evictable(exclude),
                 last_access=self.access_times.numpy(),
                 usage_bytes=int(self.usage.get()),
                 limit_bytes=limit,
@@ -327,11 +327,24 @@ class NodeCache(PinnedShards, NodeMetrics):
                 self._evict_locked(victim)
             self.usage.set(self.usage.get() + needed)  # the reservation
 
+    def _evictable(self, exclude: int = -1) -> np.ndarray:
+        """Per shard, whether the cache may delete it (called with `claims.lock` held): it has a
+        remote to fetch it from again, is not pinned and is not in use (nor `exclude`)."""
+        evictable = self.info.has_remote & (self.pinned.numpy() == 0)
+        in_use = self.in_use.numpy()
+        evictable[in_use[in_use >= 0]] = False
+        if exclude >= 0:
+            evictable[exclude] = False
+        return evictable
+
     def _evict_locked(self, shard: int) -> None:
+        was_local = self.claims.states.numpy()[shard] == ShardState.LOCAL
         outcome = self.claims.apply(shard, Event.EVICT)
         if outcome is Outcome.BUSY:
             return
-        self.shards[shard].evict()
+        self.shards[shard].evict()  # stray files of a shard never made local go too
+        if not was_local:  # nothing was evicted: no count, no mapping to let go of
+            return
         evictions = self.evictions.numpy()
         evictions[shard] += 1
         evictions[-1] += 1  # what `HeldMappings` looks at to know whether to look further
@@ -349,16 +362,36 @@ class NodeCache(PinnedShards, NodeMetrics):
         with self.claims.lock:
             self._evict_locked(shard)
 
+    def evict_on_request(self, shard_id: int) -> None:
+        """`evict` for a user's `evict_shard`: the id checked, and a shard that has no remote
+        refused (its files are the only copy of its samples).
+
+        Raises:
+            ValueError: as said.
+        """
+        (shard,) = self.checked_ids(shard_id).tolist()
+        if not self.info.has_remote[shard]:
+            raise ValueError(
+                f"Shard {shard} has no remote: its files in the local directory are the only "
+                f"copy of its samples, so evicting it would delete them. Evict only shards of "
+                f"streams with a `remote`.")
+        self.evict(shard)
+
     def evict_coldest(self) -> int:
-        """Evict the least recently used local shard; returns its id."""
+        """Evict the shard the cache would evict next to make room (never a pinned one, one in
+        use, or the only copy of a shard with no remote); returns its id.
+
+        Raises:
+            CacheFullError: no shard qualifies.
+        """
+        next_use = self.next_uses()
         with self.claims.lock:
-            states = self.claims.states.numpy()
-            local = np.flatnonzero(states == ShardState.LOCAL)
-            if not len(local):
-                raise ValueError(
-                    "Attempted shard eviction, but there are no shards present locally to "
-                    "evict. Your cache limit may be too low."
-                )
-            shard = int(local[np.argmin(self.access_times.numpy()[local])])
+            ranked = rank_evictions(resident=self.claims.states.numpy() == ShardState.LOCAL,
+                                    evictable=self._evictable(),
+                                    last_access=self.access_times.numpy(), next_use=next_use)
+            if not len(ranked):
+                raise nothing_to_evict("no cached shard that can be fetched again is unpinned "
+                                       "and out of use.")
+            shard = int(ranked[0])
             self._evict_locked(shard)
         return shard

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from streaming.cache.limits import required_bytes
+
 if TYPE_CHECKING:
     from streaming.coord.array import SharedArray
     from streaming.coord.claims import ShardClaims
@@ -38,19 +40,14 @@ class PinnedShards:
                 shards whose only copy is local, plus the largest other shard, would not fit;
                 nothing is pinned then.
         """
-        shards = np.unique(np.asarray(shard_ids, np.int64))
-        if len(shards) and (shards[0] < 0 or shards[-1] >= len(self.shards)):
-            raise ValueError(f"Shard ids must be in [0, {len(self.shards)}), got "
-                             f"{shards.tolist()}.")
+        shards = self.checked_ids(shard_ids)
         with self.claims.lock:
             pinned = self.pinned.numpy()
             wanted = pinned.astype(bool)
             wanted[shards] = True
             if self.cache_limit is not None:
-                kept = wanted | ~self.info.has_remote
-                others = self.info.cache_bytes[~kept]
-                need = index_bytes + int(self.info.cache_bytes[kept].sum()) + (
-                    int(others.max()) if len(others) else 0)
+                need = required_bytes(index_bytes, self.info.cache_bytes,
+                                      wanted | ~self.info.has_remote)
                 if need > self.cache_limit:
                     raise ValueError(
                         f"Cannot pin {len(shards)} shards: the cache limit ({self.cache_limit} "
@@ -63,7 +60,28 @@ class PinnedShards:
             for shard in shards.tolist():
                 self.prepare(shard)
 
-    def unpin(self, shards: np.ndarray) -> None:
-        """Let `shards` be evicted again."""
+    def unpin(self, shard_ids: Sequence[int] | np.ndarray) -> None:
+        """Let shards be evicted again.
+
+        Raises:
+            ValueError: an id out of range; nothing is unpinned then.
+        """
+        shards = self.checked_ids(shard_ids)
         with self.claims.lock:
             self.pinned.numpy()[shards] = 0
+
+    def checked_ids(self, shard_ids: Sequence[int] | np.ndarray | int) -> np.ndarray:
+        """`shard_ids` as sorted unique int64 ids, each checked to name a shard (a negative id
+        would count from the end in numpy, silently naming another shard).
+
+        Raises:
+            ValueError: an id out of range, or one that is not an integer.
+        """
+        given = np.atleast_1d(np.asarray(shard_ids))
+        if given.dtype.kind not in "iub" and len(given):
+            raise ValueError(f"Shard ids must be integers, got {given.tolist()}.")
+        shards = np.unique(given.astype(np.int64))
+        if len(shards) and (shards[0] < 0 or shards[-1] >= len(self.shards)):
+            raise ValueError(f"Shard ids must be in [0, {len(self.shards)}), got "
+                             f"{shards.tolist()}.")
+        return shards

@@ -201,11 +201,17 @@ class CacheMachine(RuleBasedStateMachine):
             with pytest.raises(ValueError, match="no shards present locally to evict"):
                 self.ds.evict_coldest_shard()
             return
+        # The shard automatic eviction would take first: needed latest, then coldest.
+        next_use = self.ds._ss_cache.next_uses() if self.future else None
         self.ds.evict_coldest_shard()
         gone = before - self.local_set()
-        coldest = min(before, key=lambda s: self.last_use[s])
-        assert gone == {coldest}, f"evicted {gone}, coldest was {coldest} ({self.last_use})"
-        self.forget(coldest)
+        if next_use is None:
+            first = min(before, key=lambda s: self.last_use[s])
+        else:
+            first = min(before, key=lambda s: (-next_use[s], self.last_use[s]))
+        assert gone == {first}, (f"evicted {gone}, expected {first} ({self.last_use}, "
+                                 f"next uses {next_use})")
+        self.forget(first)
 
     @rule(data=st.data())
     def read_while_the_remote_lacks_the_shard(self, data: st.DataObject) -> None:
