@@ -29,7 +29,25 @@ _started_in: int | None = None  # the pid whose obstore runtime is running (set 
 _idle: list[_Helper] = []
 _busy: dict[int, _Helper] = {}  # thread ident -> the helper serving its call
 _idle_lock = threading.Lock()
+_inherited: list[_Helper] = []  # a forked child's copies of its parent's helpers: never used
 _PARENT_CHECK_SECONDS = 0.5
+
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with no helpers of its own: its parent's talk over pipes the
+    parent still uses, so a child calling one would interleave its requests and replies with
+    the parent's. They are kept referenced, not closed (closing a buffered pipe could flush a
+    half-written request of the parent's into it), and the lock is new (a thread of the parent
+    may have held it at the fork)."""
+    global _idle_lock
+    _inherited.extend(_idle)
+    _inherited.extend(_busy.values())
+    _idle.clear()
+    _busy.clear()
+    _idle_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def runtime_inherited() -> bool:

@@ -142,3 +142,46 @@ def test_abandoning_a_call_stops_its_helper() -> None:
     assert not caller.is_alive() and helper.proc.poll() is not None
     assert len(errors) == 1 and isinstance(errors[0], ConnectionError)
     assert caller.ident not in _forksafe._busy and helper not in _forksafe._idle
+
+
+def test_a_grandchild_never_shares_its_parents_helpers(http_server: Server) -> None:
+    """A process reading through helpers (itself forked after obstore started) that forks
+    again: each process has its own helpers, so both read their own bytes at the same time
+    (sharing one helper's pipes interleaved their requests: wrong bytes or a dead helper)."""
+    root = http_server.fresh_url()
+    http_server.seed(f"{root}/a.bin", b"A" * 1000)
+    http_server.seed(f"{root}/b.bin", b"B" * 1000)
+    store = open_store(root, **http_server.options)
+    assert store.get("a.bin") == b"A" * 1000
+
+    def reads(name: str, rounds: int = 100) -> set[bytes]:
+        return {store.get(name) for _ in range(rounds)}  # small: it crosses pipes
+
+    def child() -> tuple[int, set[bytes], set[bytes]]:
+        store.get("a.bin")  # this child now holds an idle helper
+        from streaming.storage import _forksafe
+        helpers = len(_forksafe._idle)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the grandchild reads while its parent does
+            os.close(read_end)
+            try:
+                got: Any = (len(_forksafe._idle), reads("b.bin"))
+            except BaseException as err:
+                got = repr(err)
+            with os.fdopen(write_end, "wb") as out:
+                pickle.dump(got, out)
+            os._exit(0)
+        os.close(write_end)
+        mine = reads("a.bin")
+        with os.fdopen(read_end, "rb") as f:
+            theirs = pickle.load(f)
+        os.waitpid(pid, 0)
+        assert not isinstance(theirs, str), theirs
+        inherited, their_reads = theirs
+        assert inherited == 0  # the grandchild started with none of its parent's helpers
+        return helpers, mine, their_reads
+
+    helpers, mine, theirs = _in_forked_child(child, timeout=120)
+    assert helpers >= 1
+    assert mine == {b"A" * 1000} and theirs == {b"B" * 1000}
