@@ -50,6 +50,7 @@ from streaming.format.shard_table import (
     parse_table,
     save_table,
 )
+from streaming.storage.local import local_path_of
 from streaming.storage.transfer import read
 
 __all__ = ["IndexCache", "LoadedIndex"]
@@ -291,8 +292,11 @@ class IndexCache:
 def _place(where: str) -> str:
     """One spelling of an index's location: a local path (or ``file://`` URL) resolved, so a
     remote given as a relative path, with a trailing slash or through a symlink is the same
-    origin (each spelling deleted the cache's files kept on their size), a URL as it is."""
-    path = where[len("file://"):] if where.startswith("file://") else where
-    if "://" in path:
+    origin (each spelling deleted the cache's files kept on their size), a URL as it is; a
+    ``file://`` URL is read as `local_path_of` reads it."""
+    if "://" in where and not where.startswith("file://"):
         return where
-    return os.path.realpath(path)
+    try:
+        return os.path.realpath(local_path_of(where))  # %20, file://localhost/, ~
+    except ValueError:  # a file:// URL naming another host: kept as written
+        return where

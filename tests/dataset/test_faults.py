@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.parse
 import warnings
 from typing import Any
 
@@ -108,6 +109,22 @@ def test_another_remote_with_the_very_same_index_text_takes_nothing_of_the_first
     with StreamingDataset(remote=other, local=local, batch_size=4) as ds:
         assert [s["v"] for s in ds] == list(range(1000, 1030))
     assert f"was filled from {first}, not {other}" in caplog.text
+
+
+def test_every_spelling_of_one_local_remote_is_one_origin(make_ints, cache_dir, tmp_path,
+                                                          caplog) -> None:
+    """A local remote as a path, a ``file://`` URL with %20, and ``file://localhost/...``:
+    each switch of spelling once deleted the cache and fetched every shard again."""
+    spaced = str(tmp_path / "my set")
+    os.rename(make_ints(range(30)), spaced)
+    local = cache_dir()
+    quoted = "file://" + urllib.parse.quote(spaced)
+    for remote in (spaced, quoted, f"file://localhost{spaced}", spaced + "/"):
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(30))
+            fetched = ds.egress["bytes"]
+            assert fetched == 0 or remote == spaced, (remote, fetched)
+    assert "was filled from" not in caplog.text
 
 
 def test_a_same_size_rewrite_with_digests_is_fetched_again(make_ints, cache_dir) -> None:
