@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from streaming.order.defaults import is_whole
 from streaming.order.partition import resume_limit
 
 __all__ = ["Checkpoint", "check_state_dict"]
@@ -53,10 +52,6 @@ class Checkpoint:
         )
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
 def check_state_dict(obj: Any, epoch_size: int, num_ranks: int, num_nodes: int = 1,
                      batching_method: str = "random") -> None:
     """Refuse a state dict this dataset cannot resume from, naming the key and its value.
@@ -82,11 +77,11 @@ def check_state_dict(obj: Any, epoch_size: int, num_ranks: int, num_nodes: int =
         raise ValueError(f"State dict is missing {', '.join(map(repr, missing))} (got keys "
                          f"{sorted(map(str, obj))}); it is not a StreamingDataset checkpoint")
     for key in ("epoch", "sample_in_epoch", "shuffle_seed"):
-        if not _is_int(obj[key]):
+        if not is_whole(obj[key]):
             raise ValueError(f"State dict key {key!r} must be an integer, got {obj[key]!r}")
     for key in ("num_canonical_nodes", "initial_physical_nodes"):
         value = obj.get(key)
-        if value is not None and (not _is_int(value) or value <= 0):
+        if value is not None and (not is_whole(value) or value <= 0):
             raise ValueError(
                 f"State dict key {key!r} must be a positive integer or None, got {value!r}")
     if obj["shuffle_seed"] < 0:

@@ -18,7 +18,7 @@ __all__ = [
     "BATCHING_METHODS", "SAMPLING_METHODS", "algorithm",
     "check_batching_method", "check_epoch_size", "check_whole",
     "check_sampling_granularity", "check_sampling_method", "check_shuffle_block_size",
-    "check_shuffle_seed",
+    "check_shuffle_seed", "is_whole",
     "resolve_num_canonical_nodes", "resolve_predownload", "resolve_shuffle_block_size",
 ]
 
@@ -28,9 +28,14 @@ BATCHING_METHODS = ('random', 'stratified', 'per_stream', 'device_per_stream')
 _Algo = TypeVar("_Algo")
 
 
+def is_whole(value: Any) -> bool:
+    """Whether `value` is an integer (a Python or numpy one), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_whole(value: Any, message: str) -> None:
     """Raises: NotAnIntegerError(message): `value` is a bool or not an integer."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_whole(value):
         raise NotAnIntegerError(message)
 
 

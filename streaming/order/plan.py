@@ -76,6 +76,7 @@ class OrderOptions:
             check_whole(value, message)
             if value < least:
                 raise ValueError(message)
+            object.__setattr__(self, name, int(value))  # a numpy integer planned as an int
         object.__setattr__(self, "epoch_size", check_epoch_size(self.epoch_size))
 
     @property

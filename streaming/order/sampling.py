@@ -49,13 +49,13 @@ def get_sampling(samples_per_shard: NDArray[np.int64], choose: int, granularity:
         ValueError: negative `choose`, `seed` or `epoch`, or non-positive `granularity`.
     """
     _check(choose, granularity, seed, epoch)
-    num_samples = sum(samples_per_shard)
+    num_samples = samples_per_shard.sum()  # a numpy scalar, as sum() gave, at numpy speed
     if not choose % num_samples:
         return samples_per_shard * choose // num_samples
 
     num_shards = len(samples_per_shard)
     picks_per_shard = (samples_per_shard + granularity - 1) // granularity
-    num_picks = sum(picks_per_shard)
+    num_picks = picks_per_shard.sum()
     pick_shard_ids = np.repeat(np.arange(num_shards), picks_per_shard)
     samples_per_pick = np.repeat(np.full(num_shards, granularity), picks_per_shard)
     # Same fancy assignment as the reference, including its behaviour for empty shards.

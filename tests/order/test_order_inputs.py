@@ -227,3 +227,15 @@ def test_stratified_ties_go_to_the_later_streams_on_any_numpy() -> None:
     expected = np.ones(4, np.int64)
     expected[np.flip(np.argsort(leftovers))[:2]] += 1
     assert small.tolist() == expected.tolist() == [1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("batch_size", [np.int64(4), np.uint8(4), 4])
+def test_a_numpy_integer_batch_size_plans_as_an_int(batch_size) -> None:
+    """`check_whole` accepts numpy integers; the plan then said "Please pass `batch_size`"
+    (an `isinstance(int)` check of its own). The options now hold a plain int."""
+    from streaming.order.plan import OrderOptions
+    options = OrderOptions(batch_size=batch_size, num_canonical_nodes=np.int32(2))
+    assert type(options.batch_size) is int and options.batch_size == 4
+    assert type(options.num_canonical_nodes) is int
+    with pytest.raises(ValueError, match="`batch_size` must be a positive integer"):
+        OrderOptions(batch_size=np.bool_(True))
