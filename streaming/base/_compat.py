@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
+
 __all__ = [
     "LEGACY_DOMAIN_DEFAULTS",
     "EpochCursor",
@@ -45,7 +47,7 @@ LEGACY_DOMAIN_DEFAULTS: dict[str, Any] = {
     "shuffle": False,
     "shuffle_algo": "py1s",
     "shuffle_seed": 9176,
-    "shuffle_block_size": 1 << 18,
+    "shuffle_block_size": SHUFFLE_BLOCK_SIZE,
 }
 
 

@@ -20,6 +20,7 @@ from streaming.base._compat import EpochCursor, core_arguments
 from streaming.base.constant import TICK
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.storage import fetch, open_store
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class _OutsideWebVid(StreamingDataset):
         shuffle: bool = False,
         shuffle_algo: str = "py1s",
         shuffle_seed: int = 9176,
-        shuffle_block_size: int = 1 << 18,
+        shuffle_block_size: int = SHUFFLE_BLOCK_SIZE,
         extra_local: str | None = None,
         extra_remote: str | None = None,
     ) -> None:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from streaming.errors import NotAnIntegerError
 
 __all__ = [
-    "BATCHING_METHODS", "SAMPLING_METHODS", "algorithm",
+    "BATCHING_METHODS", "SAMPLING_METHODS", "SHUFFLE_BLOCK_SIZE", "algorithm",
     "check_batching_method", "check_epoch_size", "check_whole",
     "check_sampling_granularity", "check_sampling_method", "check_shuffle_block_size",
     "check_shuffle_seed", "is_whole",
@@ -26,6 +26,9 @@ SAMPLING_METHODS = ('balanced', 'fixed')
 BATCHING_METHODS = ('random', 'stratified', 'per_stream', 'device_per_stream')
 
 _Algo = TypeVar("_Algo")
+
+#: Samples per shuffle block when nothing decides otherwise (the reference's).
+SHUFFLE_BLOCK_SIZE = 1 << 18
 
 
 def is_whole(value: Any) -> bool:
@@ -77,8 +80,8 @@ def resolve_shuffle_block_size(shuffle_block_size: int | None,
     if shuffle_block_size is not None:
         return shuffle_block_size
     if num_canonical_nodes is None:
-        return 1 << 18
-    return max(4_000_000 // num_canonical_nodes, 1 << 18)
+        return SHUFFLE_BLOCK_SIZE
+    return max(4_000_000 // num_canonical_nodes, SHUFFLE_BLOCK_SIZE)
 
 
 def resolve_predownload(predownload: int | None, batch_size: int | None) -> int | None:

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from streaming.order.batching import plan_epoch
 from streaming.order.checkpoint import Checkpoint
 from streaming.order.defaults import (
+    SHUFFLE_BLOCK_SIZE,
     check_batching_method,
     check_epoch_size,
     check_sampling_granularity,
@@ -212,7 +213,7 @@ def plan_config(options: OrderOptions, streams: StreamTable,
         shuffle=options.shuffle,
         shuffle_algo=options.shuffle_algo,
         shuffle_seed=resolution.shuffle_seed,
-        shuffle_block_size=block if block is not None else 1 << 18,
+        shuffle_block_size=block if block is not None else SHUFFLE_BLOCK_SIZE,
         partition_algo=options.partition_algo,
         sampling_method=options.sampling_method,
         sampling_granularity=options.sampling_granularity,

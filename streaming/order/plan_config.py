@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.order.resample import Resampled, StreamLayout, resample
 from streaming.order.shuffle import get_shuffle
 
@@ -34,7 +35,7 @@ class PlanConfig:
     shuffle: bool = False
     shuffle_algo: str = 'py1e'
     shuffle_seed: int = 9176
-    shuffle_block_size: int = 1 << 18
+    shuffle_block_size: int = SHUFFLE_BLOCK_SIZE
     partition_algo: str = 'relaxed'
     sampling_method: str = 'balanced'
     sampling_granularity: int = 1

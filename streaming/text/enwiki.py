@@ -13,6 +13,7 @@ import numpy as np
 from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 
 __all__ = ["StreamingEnWiki"]
 
@@ -59,7 +60,7 @@ class StreamingEnWiki(StreamingDataset):
         shuffle: bool = False,
         shuffle_algo: str = "py1s",
         shuffle_seed: int = 9176,
-        shuffle_block_size: int = 1 << 18,
+        shuffle_block_size: int = SHUFFLE_BLOCK_SIZE,
     ) -> None:
         super().__init__(**core_arguments(locals()))
 

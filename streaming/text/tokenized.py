@@ -12,6 +12,7 @@ from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.errors import MissingDependencyError
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 
 __all__ = ["TokenizedTextDataset", "auto_tokenizer_class"]
 
@@ -68,7 +69,7 @@ class TokenizedTextDataset(StreamingDataset):
         shuffle: bool = False,
         shuffle_algo: str = "py1s",
         shuffle_seed: int = 9176,
-        shuffle_block_size: int = 1 << 18,
+        shuffle_block_size: int = SHUFFLE_BLOCK_SIZE,
         tokenizer_name: str,
         max_seq_len: int,
         group_method: str,

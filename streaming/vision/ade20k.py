@@ -12,6 +12,7 @@ from typing import Any
 from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 
 __all__ = ["StreamingADE20K"]
 
@@ -48,7 +49,7 @@ class StreamingADE20K(StreamingDataset):
         shuffle: bool = False,
         shuffle_algo: str = "py1s",
         shuffle_seed: int = 9176,
-        shuffle_block_size: int = 1 << 18,
+        shuffle_block_size: int = SHUFFLE_BLOCK_SIZE,
         joint_transform: Callable | None = None,
         transform: Callable | None = None,
         target_transform: Callable | None = None,

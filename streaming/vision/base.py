@@ -13,6 +13,7 @@ from typing import Any
 from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.vision.transforms import StandardTransform
 
 __all__ = ["StreamingVisionDataset"]
@@ -85,7 +86,7 @@ class StreamingVisionDataset(StreamingDataset, _vision_base()):  # type: ignore[
         shuffle: bool = False,
         shuffle_algo: str = "py1s",
         shuffle_seed: int = 9176,
-        shuffle_block_size: int = 1 << 18,
+        shuffle_block_size: int = SHUFFLE_BLOCK_SIZE,
         transforms: Callable | None = None,
         transform: Callable | None = None,
         target_transform: Callable | None = None,

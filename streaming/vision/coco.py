@@ -11,6 +11,7 @@ from typing import Any
 
 from streaming.base._compat import core_arguments
 from streaming.dataset import StreamingDataset
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 
 __all__ = ["StreamingCOCO"]
 
@@ -45,7 +46,7 @@ class StreamingCOCO(StreamingDataset):
         shuffle: bool = False,
         shuffle_algo: str = "py1s",
         shuffle_seed: int = 9176,
-        shuffle_block_size: int = 1 << 18,
+        shuffle_block_size: int = SHUFFLE_BLOCK_SIZE,
         transform: Callable | None = None,
     ) -> None:
         super().__init__(**core_arguments(locals()))

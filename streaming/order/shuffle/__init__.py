@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming.order.defaults import algorithm
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE, algorithm
 from streaming.order.shuffle import naive, py1b, py1br, py1e, py1s, py2s
 from streaming.order.shuffle.naive import get_shuffle_naive
 from streaming.order.shuffle.py1b import get_shuffle_py1b
@@ -38,7 +38,7 @@ algos: dict[str, Shuffle] = {
 }
 
 def get_shuffle(algo: str, shard_sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
-                epoch: int, block_size: int = 1 << 18) -> NDArray[np.int64]:
+                epoch: int, block_size: int = SHUFFLE_BLOCK_SIZE) -> NDArray[np.int64]:
     """The epoch's int64 permutation of `range(sum(shard_sizes))` (`output[i]` = i-th id).
 
     Each canonical node's contiguous output range `[N*i//C, N*(i+1)//C)` holds the same ids every

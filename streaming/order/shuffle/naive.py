@@ -8,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.order.rng import epoch_rng
 
 __all__ = ["get_shuffle_naive"]
 
 
 def get_shuffle_naive(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
-                      epoch: int, block_size: int = 1 << 18) -> NDArray[np.int64]:
+                      epoch: int, block_size: int = SHUFFLE_BLOCK_SIZE) -> NDArray[np.int64]:
     """The epoch's permutation of `range(sum(shard_sizes))`.
 
     Generator calls: `epoch_rng(seed, epoch).permutation(sum(shard_sizes))` (as an in-place

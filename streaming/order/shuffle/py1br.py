@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.order.shuffle.common import epoch_spans, fill_spans
 
 __all__ = ["get_shuffle_py1br"]
@@ -29,7 +30,7 @@ def _node_blocks(rng: np.random.Generator, start: int, stop: int, stagger: int,
 
 
 def get_shuffle_py1br(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
-                      epoch: int, block_size: int = 1 << 18) -> NDArray[np.int64]:
+                      epoch: int, block_size: int = SHUFFLE_BLOCK_SIZE) -> NDArray[np.int64]:
     """The epoch's permutation of `range(sum(shard_sizes))`.
 
     Generator calls: `run_rng(seed).shuffle(units)`; then with `e = epoch_rng(seed, epoch)`:

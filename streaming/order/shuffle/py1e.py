@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.order.shuffle.common import epoch_spans, fill_and_shuffle
 from streaming.order.shuffle.sorting import sort_by_positions
 
@@ -73,7 +74,7 @@ def _locator(values: NDArray[np.int64], begins: NDArray[np.int64], sizes: NDArra
 
 
 def get_shuffle_py1e(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
-                     epoch: int, block_size: int = 1 << 18) -> NDArray[np.int64]:
+                     epoch: int, block_size: int = SHUFFLE_BLOCK_SIZE) -> NDArray[np.int64]:
     """The epoch's permutation of `range(sum(shard_sizes))`.
 
     Generator calls: `run_rng(seed).shuffle(units)`; then with `e = epoch_rng(seed, epoch)`:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.order.shuffle.common import divide, epoch_spans, fill_and_shuffle
 
 __all__ = ["divide_spans", "get_shuffle_py1s"]
@@ -34,7 +35,7 @@ def divide_spans(spans: list[tuple[int, int]], num_samples: int,
 
 
 def get_shuffle_py1s(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
-                     epoch: int, block_size: int = 1 << 18) -> NDArray[np.int64]:
+                     epoch: int, block_size: int = SHUFFLE_BLOCK_SIZE) -> NDArray[np.int64]:
     """The epoch's permutation of `range(sum(shard_sizes))`.
 
     Generator calls: `run_rng(seed).shuffle(units)`; then with `e = epoch_rng(seed, epoch)`:

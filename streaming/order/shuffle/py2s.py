@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from streaming.order.defaults import SHUFFLE_BLOCK_SIZE
 from streaming.order.rng import epoch_rng, run_rng
 from streaming.order.shuffle.common import divide, fill_and_shuffle
 
@@ -16,7 +17,7 @@ __all__ = ["get_shuffle_py2s"]
 
 
 def get_shuffle_py2s(shard_sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
-                     epoch: int, block_size: int = 1 << 18) -> NDArray[np.int64]:
+                     epoch: int, block_size: int = SHUFFLE_BLOCK_SIZE) -> NDArray[np.int64]:
     """The epoch's permutation of `range(sum(shard_sizes))`.
 
     Generator calls: with `f = run_rng(seed)`: `f.shuffle(units)`, then `f.shuffle(samples of
