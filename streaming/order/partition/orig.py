@@ -20,7 +20,7 @@ from streaming.order.partition.layout import (
     rank_padding,
 )
 
-__all__ = ["Table", "get_partitions_orig", "partition_orig"]
+__all__ = ["Table", "check_nodes_divide", "get_partitions_orig", "nodes_divide", "partition_orig"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +32,16 @@ _DIVISIBILITY = ('Either canonical or physical nodes must be evenly divisible by
                  'downloading all shards')
 
 
-def check_nodes_divide(num_canonical_nodes: int, num_physical_nodes: int) -> None:
-    """Raise the reference's error unless one node count divides the other."""
+def nodes_divide(num_canonical_nodes: int, num_physical_nodes: int) -> bool:
+    """Whether one node count divides the other (what `orig` needs)."""
     larger, smaller = max(num_canonical_nodes, num_physical_nodes), min(num_canonical_nodes,
                                                                          num_physical_nodes)
-    if larger % smaller:
+    return larger % smaller == 0
+
+
+def check_nodes_divide(num_canonical_nodes: int, num_physical_nodes: int) -> None:
+    """Raise the reference's error unless one node count divides the other."""
+    if not nodes_divide(num_canonical_nodes, num_physical_nodes):
         raise ValueError(_DIVISIBILITY)
 
 

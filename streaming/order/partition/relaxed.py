@@ -10,15 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from streaming.order.partition.orig import Table, partition_orig
+from streaming.order.partition.orig import Table, nodes_divide, partition_orig
 
 __all__ = ["get_partitions_relaxed", "partition_relaxed"]
-
-
-def _divides(num_canonical_nodes: int, num_physical_nodes: int) -> bool:
-    if num_physical_nodes <= num_canonical_nodes:
-        return num_canonical_nodes % num_physical_nodes == 0
-    return num_physical_nodes % num_canonical_nodes == 0
 
 
 def partition_relaxed(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
@@ -30,7 +24,7 @@ def partition_relaxed(num_samples: int, num_canonical_nodes: int, num_physical_n
     Raises:
         ValueError: the global batch is not divisible by the initial number of devices.
     """
-    if initial_physical_nodes is None or _divides(num_canonical_nodes, num_physical_nodes):
+    if initial_physical_nodes is None or nodes_divide(num_canonical_nodes, num_physical_nodes):
         return partition_orig(num_samples, num_canonical_nodes, num_physical_nodes,
                               ranks_per_node, workers_per_rank, batch_size, drop_first,
                               table=table)
