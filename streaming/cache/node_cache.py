@@ -14,6 +14,7 @@ the future off (least recently used only), for comparison.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_fi
 from streaming.cache.reading_slot import IN_USE_SLOTS, ReadingSlot
 from streaming.coord import Event, Namespace, Outcome, ShardState
 from streaming.coord.claims import CHANGES
-from streaming.coord.wait import BACKOFF, FIRST_SLEEP, MAX_SLEEP, Deadline
+from streaming.coord.wait import Deadline, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
@@ -252,7 +253,7 @@ class NodeCache(PinnedShards, NodeMetrics):
 
         def account() -> None:  # called with `claims.lock` held
             counted = self.counted.numpy()
-            self.usage.set(self.usage.get() + resident - int(counted[shard]) - reserved)
+            self.usage.add(resident - int(counted[shard]) - reserved, None)
             counted[shard] = resident
 
         return account
@@ -262,8 +263,7 @@ class NodeCache(PinnedShards, NodeMetrics):
         return self.shards[shard].files.raw_present()
 
     def _add_usage(self, delta: int) -> None:
-        with self.claims.lock:
-            self.usage.set(self.usage.get() + delta)
+        self.usage.add(delta, self.claims.lock)
 
     # ------------------------------------------------------------------------------- eviction
 
@@ -286,25 +286,31 @@ class NodeCache(PinnedShards, NodeMetrics):
         prefetch is put off instead.
         """
         deadline = Deadline(self.claim_timeout)
-        while True:
-            seen = CHANGES.generation  # a fetch of this process finishing wakes the wait below
+        seen = CHANGES.generation
+
+        def poll() -> bool | None:
+            nonlocal seen
+            seen = CHANGES.generation  # a fetch of this process finishing wakes the sleep
             try:
                 self._make_room(needed, exclude=shard, put_off=put_off)
-                return
+                return True
             except CacheFullError:
                 if put_off:
                     raise _PutOff() from None
                 states = self.claims.states.numpy()
                 in_flight = np.flatnonzero(states == ShardState.PREPARING)
                 if not len(in_flight[in_flight != shard]) or deadline.remaining() <= 0:
-                    raise
-            CHANGES.sleep(min(max(FIRST_SLEEP, deadline.elapsed() * BACKOFF), MAX_SLEEP), seen)
+                    raise  # the limit's own error, not a timeout of the wait
+                return None
+
+        wait_until(poll, timeout=math.inf, what="room in the cache",
+                   sleep=lambda seconds: CHANGES.sleep(seconds, seen))
 
     def _make_room(self, needed: int, exclude: int = -1, put_off: bool = False) -> None:
         limit = int(self.cache_limit or 0)
         with self.claims.lock:
             if int(self.usage.get()) + needed <= limit:  # the usual case: no eviction
-                self.usage.set(self.usage.get() + needed)
+                self.usage.add(needed, None)
                 return
         next_use = self.next_uses()  # outside the lock: may build the epoch's schedule
         with self.claims.lock:
@@ -325,7 +331,7 @@ class NodeCache(PinnedShards, NodeMetrics):
                 raise _PutOff()
             for victim in victims.tolist():
                 self._evict_locked(victim)
-            self.usage.set(self.usage.get() + needed)  # the reservation
+            self.usage.add(needed, None)  # the reservation
 
     def _evictable(self, exclude: int = -1) -> np.ndarray:
         """Per shard, whether the cache may delete it (called with `claims.lock` held): it has a

@@ -1,7 +1,8 @@
 """Node-local coordination: job-scoped shared memory, locks, barriers, shard claims, plan board.
 
 The runtime opens one `Namespace` per dataset with `open_namespace` and asks it for the objects it
-shares across the ranks and DataLoader workers of a node. Imports only numpy and `streaming.errors`.
+shares across the ranks and DataLoader workers of a node. Imports only numpy and the package's
+leaves (`errors`, `defaults`, `atomic`, `launch_env`).
 """
 
 from __future__ import annotations

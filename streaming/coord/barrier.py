@@ -23,13 +23,12 @@ from streaming.coord.wait import wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import CoordinationError
 
-__all__ = ["BARRIER_SLOTS", "DEFAULT_BARRIER_TIMEOUT", "LATCH_SLOTS", "MAX_MEMBERS", "Barrier",
+__all__ = ["BARRIER_SLOTS", "LATCH_SLOTS", "MAX_MEMBERS", "Barrier",
            "Latch"]
 
 MAX_MEMBERS = 512  # member processes a barrier tracks (ranks of one node); more are not tracked
 _ARRIVED, _GENERATION, _PARTIES, _MEMBERS = range(4)
 BARRIER_SLOTS = _MEMBERS + 2 * MAX_MEMBERS  # [arrived, generation, parties, (pid, start)...]
-DEFAULT_BARRIER_TIMEOUT = NODE_WAIT_TIMEOUT
 LIVENESS_PERIOD = 0.2  # seconds between liveness checks of a waiter (a /proc read per member)
 # A wait this long asks `stranded` why (every STRANDED_PERIOD s): ranks still constructing a
 # second dataset over the same remote are given time to attach before it is called a mistake.
@@ -70,7 +69,7 @@ class Barrier:
     """Wait until `parties` processes have called `wait`; reusable round after round."""
 
     def __init__(
-        self, array: SharedArray, lock: FileLock, timeout: float = DEFAULT_BARRIER_TIMEOUT,
+        self, array: SharedArray, lock: FileLock, timeout: float = NODE_WAIT_TIMEOUT,
         stranded: Callable[[], str | None] | None = None,
     ) -> None:
         """Wrap the barrier's state.
@@ -283,7 +282,7 @@ class Latch:
 
 
 def once_per_node(latch: Latch, first: bool, job: Callable[[], None], what: str,
-                  timeout: float = DEFAULT_BARRIER_TIMEOUT) -> None:
+                  timeout: float = NODE_WAIT_TIMEOUT) -> None:
     """Run `job` in the process that is `first`; every other process waits until it is done."""
     if not first:
         latch.wait(timeout, what)

@@ -24,10 +24,9 @@ from streaming.errors import CoordinationError, also_as, combined_lookup
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
 
-__all__ = ["DEFAULT_READ_TIMEOUT", "MAX_DIMS", "PlanBoard", "PublishedFailure"]
+__all__ = ["MAX_DIMS", "PlanBoard", "PublishedFailure"]
 
 MAX_DIMS = 8
-DEFAULT_READ_TIMEOUT = NODE_WAIT_TIMEOUT
 _GEN, _NDIM, _DIMS = 0, 1, 2
 _FAILED = -1  # `_NDIM` of a published failure: the block holds its message, UTF-8
 
@@ -103,7 +102,7 @@ class PlanBoard:
                              failed=True)
 
     def read(
-        self, min_generation: int = 1, timeout: float = DEFAULT_READ_TIMEOUT
+        self, min_generation: int = 1, timeout: float = NODE_WAIT_TIMEOUT
     ) -> NDArray[np.int64]:
         """A read-only zero-copy view of the latest array, waiting for `min_generation`.
 

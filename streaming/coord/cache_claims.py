@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from streaming.atomic import write_atomic
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
 from streaming.coord.names import local_index_path
-from streaming.coord.records import ensure_state_dir, live_holders, read_record
+from streaming.coord.records import ensure_state_dir, live_holders, read_json, read_record
 from streaming.coord.shm import SHM_DIR
 from streaming.errors import CoordinationError, ReusedLocalError
 
@@ -51,15 +51,6 @@ def claims_dir(shm_dir: str = SHM_DIR) -> str | None:
     return path
 
 
-def _read(path: str) -> dict[str, str] | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def claim_caches(state_dir: str, namespace: str, locals_: Sequence[str],
                  timeout: float = DEFAULT_LOCK_TIMEOUT, shm_dir: str = SHM_DIR) -> None:
     """Claim `locals_` (cache directories with a remote, resolved) for `namespace`.
@@ -75,7 +66,7 @@ def claim_caches(state_dir: str, namespace: str, locals_: Sequence[str],
     with FileLock(os.path.join(directory, "claims.lock"), timeout):
         for local in locals_:
             path = local_index_path(directory, local)
-            claim = _read(path)
+            claim = read_json(path)
             if claim == ours:
                 continue
             other_dir = claim.get("state_dir") if claim else None
@@ -104,7 +95,7 @@ def _prune(directory: str, keep: int = PRUNE_ABOVE) -> None:
                 continue
         except OSError:
             continue
-        claim = _read(path) or {}
+        claim = read_json(path) or {}
         record = read_record(str(claim.get("state_dir", "")), str(claim.get("namespace", "")))
         if record is None or not live_holders(record):
             with contextlib.suppress(OSError):

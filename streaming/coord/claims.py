@@ -27,9 +27,8 @@ from streaming.coord.states import (
 from streaming.coord.wait import LocalSignal, wait_until
 from streaming.defaults import NODE_WAIT_TIMEOUT
 
-__all__ = ["DEFAULT_CLAIM_TIMEOUT", "ShardClaims"]
+__all__ = ["ShardClaims"]
 
-DEFAULT_CLAIM_TIMEOUT = NODE_WAIT_TIMEOUT
 #: Claims finished by a thread of this process wake this process's waiters at once.
 CHANGES = LocalSignal()
 
@@ -120,7 +119,7 @@ class ShardClaims:
         with self.lock:
             return self.apply(shard, Event.EVICT)
 
-    def wait(self, shard: int, timeout: float = DEFAULT_CLAIM_TIMEOUT) -> Outcome:
+    def wait(self, shard: int, timeout: float = NODE_WAIT_TIMEOUT) -> Outcome:
         """Wait while someone alive prepares the shard; then claim it or learn it is ready.
 
         Returns:
@@ -155,7 +154,7 @@ class ShardClaims:
         self,
         shard: int,
         prepare: Callable[[], Callable[[], None] | None],
-        timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        timeout: float = NODE_WAIT_TIMEOUT,
         *,
         reprepare: bool = False,
     ) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from streaming.coord.array import SharedArray, as_shape
-from streaming.coord.barrier import BARRIER_SLOTS, DEFAULT_BARRIER_TIMEOUT, Barrier
+from streaming.coord.barrier import BARRIER_SLOTS, Barrier
 from streaming.coord.board import PlanBoard
 from streaming.coord.claims import ShardClaims
 from streaming.coord.liveness import Identity, identity
@@ -43,6 +43,7 @@ from streaming.coord.release import Release, drain_pending
 from streaming.coord.scalar import SharedScalar
 from streaming.coord.shm import ShmBlock, unlink_block
 from streaming.coord.states import ShardState
+from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import CoordinationError
 
 __all__ = ["Namespace"]
@@ -233,7 +234,7 @@ class Namespace:
         worker whose start failed): its peers' waits fail with `what` instead of timing out."""
         note_failed_start(self.state_dir, self.name, identity(), what)
 
-    def barrier(self, obj: str = "barrier", timeout: float = DEFAULT_BARRIER_TIMEOUT) -> Barrier:
+    def barrier(self, obj: str = "barrier", timeout: float = NODE_WAIT_TIMEOUT) -> Barrier:
         """A reusable barrier `obj` (see `Barrier.wait`)."""
         return Barrier(self.array(obj, np.int64, BARRIER_SLOTS), self.lock(obj), timeout,
                        stranded=functools.partial(node_wait_message, self.state_dir, self.name))

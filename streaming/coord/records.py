@@ -28,6 +28,7 @@ __all__ = [
     "failed_start_message",
     "holder_entry",
     "live_holders",
+    "read_json",
     "local_users",
     "node_wait_message",
     "note_failed_start",
@@ -83,14 +84,17 @@ def registry_lock(state_dir: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> File
     return FileLock(os.path.join(state_dir, "registry.lock"), timeout)
 
 
-def _read_json(path: str) -> dict | None:
+def read_json(path: str) -> dict | None:
+    """The JSON object in `path`; None if there is no file, and ``{}`` (a record with no live
+    holders) if it is unreadable, truncated or not an object."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            data = json.load(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        return {}  # unreadable or truncated: treated as a record with no live holders
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _write_json(path: str, data: dict) -> None:
@@ -99,7 +103,7 @@ def _write_json(path: str, data: dict) -> None:
 
 def read_record(state_dir: str, namespace: str) -> Record | None:
     """The namespace's record; None if it has none. A corrupt record has no holders."""
-    data = _read_json(record_path(state_dir, namespace))
+    data = read_json(record_path(state_dir, namespace))
     if data is None:
         return None
     try:
@@ -166,7 +170,7 @@ def failed_start_message(state_dir: str, namespace: str) -> str | None:
     """Why a node-wide wait in `namespace` cannot fill, when a DataLoader worker whose start
     failed is still alive (torch keeps it, answering every request with its error, while its
     siblings wait for it at the epoch barrier); else None. A note of a dead process is stale."""
-    note = _read_json(_failed_start_path(state_dir, namespace))
+    note = read_json(_failed_start_path(state_dir, namespace))
     if not note or not is_alive(int(note.get("pid", 0)), int(note.get("start", 0))):
         return None
     return (f"DataLoader worker process {note['pid']} never started reading: its "
@@ -201,7 +205,7 @@ def reclaim(state_dir: str, record: Record) -> list[str]:
 
 def local_users(state_dir: str, local: str) -> dict[str, bool]:
     """Namespaces recorded as using `local`, each mapped to whether it has a remote there."""
-    data = _read_json(local_index_path(state_dir, local)) or {}
+    data = read_json(local_index_path(state_dir, local)) or {}
     users = data.get("users", {})
     return {str(k): bool(v) for k, v in users.items()} if isinstance(users, dict) else {}
 
@@ -229,7 +233,7 @@ def remove_local_user(state_dir: str, local: str, namespace: str) -> None:
 
 def prune_local_index(path: str, live: set[str]) -> bool:
     """Keep only `live` namespaces in one local-directory file; True if the file was removed."""
-    data = _read_json(path) or {}
+    data = read_json(path) or {}
     users = data.get("users")
     users = users if isinstance(users, dict) else {}
     kept = {k: v for k, v in users.items() if k in live}

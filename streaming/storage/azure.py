@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 from streaming.storage._obstore import ObstoreBackedStore
 from streaming.storage.client_options import ClientOptions
-from streaming.storage.urls import Layout, join_key, parse_azure_url
+from streaming.storage.urls import Layout, parse_azure_url
 
 __all__ = ["AzureStore", "AzureDataLakeStore", "AzureOptions"]
 
@@ -66,11 +66,6 @@ class AzureStore(ObstoreBackedStore):
         if endpoint:
             self._config["endpoint"] = endpoint
         self._configure(options, allow_http=bool(endpoint and endpoint.startswith("http://")))
-
-    @property
-    def root_key(self) -> str:
-        """``<container>/<prefix>``: where this store's paths start inside the account."""
-        return join_key(self.container, self.prefix)
 
     def _build(self, settings: dict[str, Any]) -> _ObstoreAzure:
         return _ObstoreAzure(self.container, prefix=self.prefix or None,

@@ -13,16 +13,10 @@ import threading
 from streaming.storage.base import Store
 from streaming.storage.urls import split_url
 
-__all__ = ["MemoryStore", "clear_memory_stores"]
+__all__ = ["MemoryStore"]
 
 _BUCKETS: dict[str, dict[str, bytes]] = {}
 _LOCK = threading.Lock()
-
-
-def clear_memory_stores() -> None:
-    """Forget every memory store's objects (test isolation)."""
-    with _LOCK:
-        _BUCKETS.clear()
 
 
 class MemoryStore(Store):
