@@ -44,6 +44,7 @@ from streaming.dataset_setup import (
     open_node_state,
 )
 from streaming.dataset_views import SizeViews
+from streaming.default_notices import notice_lazy_defaults, notice_predownload
 from streaming.epoch_reads import EpochReads
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import drop_padding, epoch_samples, iterate_batches
@@ -162,6 +163,8 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
         self._set_worlds(replication)
         self._ss_config = DatasetConfig.from_arguments(arguments, has_streams=bool(streams))
         self._ss_resolution: Resolution = self._ss_config.order.start()
+        if self._ss_config.predownload is None and not self._unique_world.worker_of_rank:
+            notice_predownload()
         self.streams = build_streams(streams, self._ss_config)
         Stream.validate_weights(self.streams)
         loading = time.perf_counter()
@@ -218,9 +221,11 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
     def _resume(self, world: World, epoch: int) -> tuple[int, int]:
         """(epoch, samples to skip) for an epoch presumed to be `epoch`; decides the lazy values
         (kept, as the reference keeps its attributes) from the stored checkpoint if it applies."""
+        before = self._ss_resolution
         self._ss_resolution, epoch, offset = resolve_epoch(
-            self._ss_resolution, self._stored_checkpoint(), epoch, world.num_nodes,
-            self.shuffle_algo)
+            before, self._stored_checkpoint(), epoch, world.num_nodes, self.shuffle_algo)
+        if not world.worker_of_rank:
+            notice_lazy_defaults(before, self._ss_resolution, self.shuffle_algo)
         return epoch, offset
 
     def state_dict(self, num_samples: int, from_beginning: bool) -> dict[str, Any]:

@@ -15,7 +15,8 @@ DOC = ROOT / "docs" / "architecture.md"
 LEAVES = {"errors", "defaults", "units", "atomic", "hashing", "progress", "retries", "_version",
           "allocator", "lazy_names", "launch_env", "regular_files"}
 PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", "dataset_doc",
-         "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration"}
+         "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration",
+         "default_notices"}
 COMPOSITION = {"stream", "stream_weights", "dataset", "dataset_setup", "dataset_cache",
                "dataset_lifecycle", "dataset_views", "loader", "loader_batched", "local"}
 TOP = {"merge", "convert", "cli", "__main__"}

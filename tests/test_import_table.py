@@ -327,6 +327,10 @@ def test_converters_import_or_explain() -> None:
     else:
         imported = importlib.import_module(module)
         assert all(hasattr(imported, name) for name in names)
+        # The reference's module of the same name, and the package's name still the function.
+        submodule = importlib.import_module(f"{module}.dataframe_to_mds")
+        assert all(hasattr(submodule, name) for name in names)
+        assert callable(imported.dataframe_to_mds)
 
 
 def test_help_of_streaming_dataset_documents_every_argument() -> None:

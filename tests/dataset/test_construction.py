@@ -173,3 +173,23 @@ def test_a_remote_naming_the_local_directory_leaves_its_files_alone(tmp_path, mo
     with StreamingDataset(remote=remote, local=folder, batch_size=4) as ds:
         assert sorted(s["x"] for s in ds) == list(range(300))
     assert set(before) <= set(os.listdir(folder))  # every original still there
+
+
+@pytest.mark.parametrize(("kwargs", "noticed"), [
+    ({"shuffle": True, "shuffle_algo": "py1e"},
+     {"predownload", "num_canonical_nodes", "shuffle_block_size"}),
+    ({"shuffle": True, "shuffle_algo": "py1s"}, {"predownload", "shuffle_block_size"}),
+    ({"predownload": 8, "num_canonical_nodes": 2, "shuffle_block_size": 10}, set()),
+])
+def test_lazy_defaults_are_logged_as_the_reference_logs_them(ints30, caplog, kwargs,
+                                                            noticed) -> None:
+    """Code written for the reference looks for "Because `X` was not specified," at INFO."""
+    with caplog.at_level("INFO", logger="streaming"):
+        dataset = StreamingDataset(local=ints30, batch_size=4, **kwargs)
+        first = [s["v"] for s in dataset]
+        assert set(first) == set(range(30))  # (py1s's 64 canonical nodes pad the epoch)
+        assert len(list(dataset)) == len(first)  # decided once: no second notice
+        dataset.close()
+    for name in ("predownload", "num_canonical_nodes", "shuffle_block_size"):
+        count = caplog.text.count(f"Because `{name}` was not specified,")
+        assert count == (name in noticed), (name, caplog.text)

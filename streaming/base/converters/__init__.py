@@ -6,7 +6,10 @@ Importing it needs pyspark; without it the ImportError names the extra to instal
 from __future__ import annotations
 
 from streaming.base._lazy import submodules
-from streaming.convert.spark import (
+
+# Through the submodule, as the reference's: its first import binds the package attribute
+# `dataframe_to_mds` to the module, which this import then rebinds to the function.
+from streaming.base.converters.dataframe_to_mds import (
     SPARK_TO_MDS,
     dataframe_to_mds,
     infer_dataframe_schema,
