@@ -47,8 +47,9 @@ class Writer(ABC):
     Args:
         out: local directory, remote URL, or ``(local, remote)`` pair (see `open_sink`).
         keep_local: with a remote, keep the local files after they are sent. Without it, a
-            local directory of the user's is still kept when an upload failed (it holds what
-            never reached the remote); a temp directory of ours is always removed.
+            local directory of the user's is still kept unless the upload completed (after a
+            failed transfer or an interrupt it holds what never reached the remote); a temp
+            directory of ours is always removed.
         compression: ``algo`` or ``algo:level``; when set only compressed files are written.
         hashes: sorted algorithm names whose digests are recorded for every file.
         size_limit: shard size budget in bytes (or ``"64mb"``); None/0 for a single shard.
@@ -236,7 +237,7 @@ class Writer(ABC):
             # Nothing more will be written (no index is published after a failed transfer):
             # clean up now, as a writer used without `with` may never reach `finish`.
             self._finished = True
-            self._clean_local()
+            self._clean_local(complete=False)
             raise SinkError() from self.cloud_writer.error
 
     def _write_index(self) -> None:
@@ -264,6 +265,7 @@ class Writer(ABC):
             if self._finished:
                 return
             self._finished = True
+            complete = False
             try:
                 self._check_sink()
                 if self._sizes:
@@ -271,12 +273,13 @@ class Writer(ABC):
                     self._reset_cache()
                 self._write_index()
                 self.cloud_writer.finish()
+                complete = True
             except BaseException:
                 self.event.set()
                 self.cloud_writer.abort()
                 raise
             finally:
-                self._clean_local()
+                self._clean_local(complete)
 
     def _finish_after_error(self) -> None:
         """Keep every sample `write` accepted: flush the buffer as a last shard and publish the
@@ -294,6 +297,7 @@ class Writer(ABC):
             self._publish_after_error()
 
     def _publish_after_error(self) -> None:
+        complete = False
         try:
             self._check_sink()
             if self._sizes:
@@ -304,20 +308,24 @@ class Writer(ABC):
             self._reset_cache()
             self._write_index()
             self.cloud_writer.finish()
+            complete = True
         except BaseException as err:  # the caller's exception is the one that matters
             logger.error("Could not write the index after an error: %s", err)
             self.cloud_writer.abort()
         finally:
-            self._clean_local()
+            self._clean_local(complete)
 
-    def _clean_local(self) -> None:
+    def _clean_local(self, complete: bool) -> None:
+        """Close the progress bar; without `keep_local`, remove the local side of a remote
+        write. The user's own directory goes only after a `complete` upload (the index
+        published): after a failed transfer or an interrupt (^C while uploads were in flight)
+        it holds the only copy of what never reached the remote."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
         if not self.remote or self.keep_local:
             return
-        if self.cloud_writer.failed and not self.cloud_writer.temporary:
-            # The user's own directory holds the only copy of what never reached the remote.
+        if not complete and not self.cloud_writer.temporary:
             logger.warning("Not every file reached %s; %s keeps the shards written (it is "
                            "removed only after a complete upload).", redact(self.remote),
                            self.local)

@@ -166,6 +166,46 @@ def test_a_failed_upload_keeps_the_users_own_local_directory(tmp_path: Any,
     assert str(local) in caplog.text and "keeps the shards written" in caplog.text
 
 
+@pytest.mark.parametrize("when", ["finish", "inside"])
+def test_an_interrupt_keeps_the_users_own_local_directory(tmp_path: Any,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          when: str) -> None:
+    """^C while `finish` waits for uploads in flight (or inside the block, then again while the
+    writer publishes what it has): the user's directory holds the only copy of the shards that
+    never reached the remote, and no index was published. It was deleted at once."""
+    import threading
+
+    from streaming.storage import sink
+
+    release = threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:  # a slow uplink, then cut: nothing arrives
+        release.wait(30)
+        raise ConnectionError("cut")
+
+    monkeypatch.setattr(sink, "push", slow)
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with MDSWriter(out=(str(local), str(remote)), columns=COLUMNS, size_limit=6_000,
+                           keep_local=False) as writer:
+                for i in range(300):
+                    writer.write({"id": i, "tokens": tokens_for(i)})
+
+                def interrupted() -> None:
+                    raise KeyboardInterrupt
+
+                monkeypatch.setattr(writer.cloud_writer, "wait", interrupted)
+                if when == "inside":
+                    raise KeyboardInterrupt
+    finally:
+        release.set()
+    kept = {name for name in os.listdir(local) if name.startswith("shard.")}
+    names = {shard["raw_data"]["basename"] for shard in writer.shards}
+    assert len(names) > 1 and kept == names  # the only copy of every shard: none lost
+    assert not os.path.exists(remote / "index.json")
+
+
 def test_local_folder_remote_still_works(tmp_path: Any) -> None:
     """A plain-directory remote is not a URL: the sink copies through a `LocalStore`."""
     write_local((str(tmp_path / "local"), str(tmp_path / "remote")), 120, size_limit=6_000)
