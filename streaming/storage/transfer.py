@@ -103,15 +103,28 @@ def _connection_trouble(err: BaseException) -> bool:
     return isinstance(err, (ConnectionError, TimeoutError))
 
 
+def _dropped(err: BaseException) -> bool:
+    """A connection cut or reset: it failed fast, and a new one usually works at once. Not a
+    stall (it took the stall timeout to show: trying it again for free would double the wait
+    on a dead server), nor a body of the wrong size on a connection that held (a truncated
+    object stays truncated)."""
+    return _connection_trouble(err) and not isinstance(err, (TimeoutError,
+                                                              IncompleteTransferError))
+
+
 def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1.0,
                       max_jitter: float = 0.5, what: str = "transfer") -> tuple[T, int]:
     """Run `func` up to `retries` times in total; return its result and the attempts used.
 
     A fatal error (missing object, refused access, wrong digest...) is re-raised as it is, at
-    once. A dropped or stalled connection is retried at once the first time (it usually works
-    again on a new one: waiting would not help), then with the backoff like other transient
-    errors (a refused connection among them), ``backoff * 2**i + uniform(0, max_jitter)``
-    seconds as the reference's `retry`, so a server being restarted is still ridden out.
+    once. A connection cut or reset is tried again at once on a new one, once per call and
+    without using up an attempt (an HTTP client's own retry: the reference's boto3 made up to
+    four more); a stalled one is retried at once the first time (it usually works again on a
+    new connection: waiting would not help). Every other retry waits the backoff, as other
+    transient errors (a refused connection among them) do, ``backoff * 2**i + uniform(0,
+    max_jitter)`` seconds as the reference's `retry`, so a server being restarted, or a load
+    balancer resetting connections for a second, is still ridden out. With ``retries=1``
+    nothing is tried twice.
 
     Raises:
         ValueError: ``num_attempts must be at-least 1`` when `retries` < 1 (reference message).
@@ -122,9 +135,22 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
         raise ValueError(f"num_attempts must be at-least 1: `retries` counts the attempts "
                          f"(1 tries once, without retrying), got {retries!r}.")
     later = backoff_pause(backoff, max_jitter)
+    reconnected = retries < 2  # the free reconnect, once per call (never with one attempt)
+
+    def attempt() -> T:
+        nonlocal reconnected
+        try:
+            return func()
+        except Exception as err:
+            if reconnected or not _dropped(err):
+                raise
+            reconnected = True
+            logger.warning("%s: connection dropped, retrying at once on a new one (not "
+                           "counted as an attempt): %s", what, _first_line(err))
+            return func()
 
     def pause(attempt: int, err: Exception) -> float:
-        if _connection_trouble(err):
+        if _connection_trouble(err) and not _dropped(err):  # stalled
             return 0.0 if attempt == 1 else later(attempt - 1, err)
         return later(attempt, err)
 
@@ -133,7 +159,7 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
                        retries, seconds, _first_line(err))
 
     try:
-        return retrying(func, attempts=retries, retry_if=is_retryable, pause=pause,
+        return retrying(attempt, attempts=retries, retry_if=is_retryable, pause=pause,
                         on_retry=log_retry)
     except Exception as err:
         if retries < 1 or not is_retryable(err):
