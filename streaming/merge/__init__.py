@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import tempfile
 import warnings
 from collections import OrderedDict
@@ -104,13 +105,19 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
                 part = _read_partition(url, temp_root, download_timeout)
                 entries = parse_index(part.text, name)
                 _check_files(part, entries, _files_home(part, url, remote))
+                prefix, below = _prefix_of(part, url, local, remote)
+                if not below and prefix is not None:  # named where the merged index says
+                    named = posixpath.join(remote or local or "", prefix)
+                    _check_files(part, entries, named, why=(
+                        f" (read from {redact(part.directory)}, which is not under the output "
+                        f"{redact(remote or local or '')}, so the merged index names its files "
+                        f"under {redact(named)})"))
             except (OSError, ValueError, RuntimeError) as err:
                 if strict:
                     raise
                 report.skipped[label] = str(err)
                 warnings.warn(f"merge_index: skipping sub-dataset {label}: {err}", stacklevel=3)
                 continue
-            prefix = _prefix_of(part, url, local, remote)
             if prefix in (None, "."):
                 report.skipped[label] = _ROOT_ITSELF
                 continue

@@ -80,13 +80,15 @@ def _files_home(part: _Partition, url: IndexSource, remote: str | None) -> str |
     return None
 
 
-def _check_files(part: _Partition, entries: list[ShardEntry], home: str | None) -> None:
-    """Refuse a sub-dataset whose shard files are not all there (raw or zip form, right size).
+def _check_files(part: _Partition, entries: list[ShardEntry], home: str | None,
+                 why: str = "") -> None:
+    """Refuse a sub-dataset whose shard files are not all there (raw or zip form, right size);
+    `why` says why they are looked for in `home`.
 
     Raises:
         IncompletePartitionError: naming the first missing or truncated file.
     """
-    present = None if home is None else set(_open_store(home).list())
+    present = None if home is None else _listing(home)
     for entry in entries:
         for raw, packed in ((entry.raw_data, entry.zip_data), (entry.raw_meta, entry.zip_meta)):
             if raw is None:
@@ -94,14 +96,24 @@ def _check_files(part: _Partition, entries: list[ShardEntry], home: str | None) 
             forms = [info for info in (packed, raw) if info is not None]
             if not any(_file_ok(part, info, present) for info in forms):
                 raise IncompletePartitionError(
-                    f"Sub-dataset {home or part.directory} is incomplete: its index names "
-                    f"{forms[0].basename} ({forms[0].bytes} bytes), which is missing or "
-                    "truncated.")
+                    f"Sub-dataset {home or part.directory} is incomplete{why}: its index "
+                    f"names {forms[0].basename} ({forms[0].bytes} bytes), which is missing "
+                    "or truncated there.")
 
 
-def _file_ok(part: _Partition, info: Any, present: set[str] | None) -> bool:
+def _listing(home: str) -> dict[str, int | None]:
+    """Every file under `home` with its size (None where the store's listing gives no sizes)."""
+    store = _open_store(home)
+    stats = store.list_stats()
+    if stats is None:
+        return dict.fromkeys(store.list())
+    return {path: stat.size for path, stat in stats.items()}
+
+
+def _file_ok(part: _Partition, info: Any, present: dict[str, int | None] | None) -> bool:
     if present is not None:
-        return info.basename in present
+        size = present.get(info.basename, -1)
+        return size is None or size == info.bytes
     try:
         return os.path.getsize(os.path.join(part.directory, info.basename)) == info.bytes
     except OSError:
@@ -124,13 +136,18 @@ def _prefixed(objects: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]
 
 
 def _prefix_of(part: _Partition, url: IndexSource, local: str | None,
-               remote: str | None) -> str | None:
-    """The sub-dataset's directory relative to the output root (the reference: its basename)."""
+               remote: str | None) -> tuple[str | None, bool]:
+    """The sub-dataset's directory relative to the output root, and whether it is below it.
+
+    One that is not (an index read from a staging folder, or another bucket path) is named by
+    its basename, as the reference names every sub-dataset: the merged index then names its
+    files under ``<out>/<basename>``, where the caller must check they are (`_check_files`).
+    """
     candidates = [(part.directory, local if part.local else remote)]
     if isinstance(url, tuple):
         candidates += [(os.path.dirname(url[0]), local), (_url_dir(url[1]), remote)]
     for directory, root in candidates:
         rel = _relative(directory, root)
         if rel is not None:
-            return rel
-    return os.path.basename(part.directory.rstrip("/")) or None
+            return rel, True
+    return os.path.basename(part.directory.rstrip("/")) or None, False

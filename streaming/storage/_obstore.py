@@ -36,6 +36,7 @@ from streaming.storage.base import (
     ErrorKind,
     MeteredWriter,
     ObjectNotFoundError,
+    ObjectStat,
     ProgressFn,
     Store,
     error_detail,
@@ -306,11 +307,11 @@ class ObstoreBackedStore(Store):
             raise
 
     @forksafe
-    def list_modified(self, prefix: str = "") -> dict[str, float]:
+    def list_stats(self, prefix: str = "") -> dict[str, ObjectStat]:
         # obstore lists by directory; narrow to the string prefix ourselves.
         directory = prefix.rsplit("/", 1)[0] if "/" in prefix else None
         with self._errors(prefix):
-            return {meta["path"]: meta["last_modified"].timestamp()
+            return {meta["path"]: ObjectStat(int(meta["size"]), meta["last_modified"].timestamp())
                     for batch in obstore.list(self._client(), prefix=directory)
                     for meta in batch if meta["path"].startswith(prefix)}
 

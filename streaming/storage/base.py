@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, NamedTuple
 
 from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
 from streaming.errors import (
@@ -47,13 +47,20 @@ _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|Inva
                               r"ExpiredToken|AuthenticationFailed|InvalidAuthenticationInfo|"
                               r"Server failed to authenticate the request)\b")
 
-__all__ = ["Store", "MeteredWriter", "ProgressFn", "ObjectNotFoundError", "AccessDeniedError",
-           "ErrorKind", "UntrustedCertificateError", "error_detail"]
+__all__ = ["Store", "MeteredWriter", "ObjectStat", "ProgressFn", "ObjectNotFoundError",
+           "AccessDeniedError", "ErrorKind", "UntrustedCertificateError", "error_detail"]
 
 
 def stall_timeout() -> float:
     """Seconds without data after which a transfer is dead (`STREAMING_STALL_TIMEOUT`)."""
     return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
+
+
+class ObjectStat(NamedTuple):
+    """What a listing says of one object."""
+
+    size: int  # bytes
+    modified: float  # last modification, seconds since the epoch by the server's clock
 
 
 ProgressFn = Callable[[int], None]
@@ -177,12 +184,17 @@ class Store(ABC):
     def list(self, prefix: str = "") -> list[str]:
         """Sorted relative paths of every object (recursively) whose path starts with `prefix`.
 
-        A store implements this or `list_modified`."""
-        found = self.list_modified(prefix)
+        A store implements this or `list_stats`."""
+        found = self.list_stats(prefix)
         if found is None:
             raise NotImplementedError(f"{type(self).__name__} implements neither list nor "
-                                      "list_modified")
+                                      "list_stats")
         return sorted(found)
+
+    def list_stats(self, prefix: str = "") -> dict[str, ObjectStat] | None:
+        """The objects `list` names, each with its size and last modification time; None when
+        this store's listing carries neither (then only `list` answers)."""
+        return None
 
     def list_modified(self, prefix: str = "") -> dict[str, float] | None:
         """The objects `list` names, each with its last modification time (seconds since the
@@ -190,7 +202,8 @@ class Store(ABC):
 
         How the cache tells a file rewritten at the remote from the copy it holds when the index
         gives no digest (`streaming.cache.index_cache`)."""
-        return None
+        stats = self.list_stats(prefix)
+        return None if stats is None else {path: stat.modified for path, stat in stats.items()}
 
     def check_container(self) -> None:
         """Fail now if the bucket (container) this store lives in does not exist, so a writer

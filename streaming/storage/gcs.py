@@ -19,7 +19,14 @@ import requests
 from google.api_core import exceptions as gexc
 from google.cloud import storage
 
-from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, stall_timeout
+from streaming.storage.base import (
+    ErrorKind,
+    MeteredWriter,
+    ObjectStat,
+    ProgressFn,
+    Store,
+    stall_timeout,
+)
 from streaming.storage.client_options import upload_timeout
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
 from streaming.storage.urls import split_url
@@ -149,10 +156,11 @@ class GCSStore(Store):
             self.bucket_name, prefix=self.prefix or None, max_results=1,
             timeout=self.timeout, retry=None)), None))
 
-    def list_modified(self, prefix: str = "") -> dict[str, float]:
+    def list_stats(self, prefix: str = "") -> dict[str, ObjectStat]:
         cut = len(self.prefix) + 1 if self.prefix else 0
         with self._errors(prefix):
             blobs = self._client().client.list_blobs(self.bucket_name, prefix=self._key(prefix),
                                                      timeout=self.timeout, retry=None)
-            return {blob.name[cut:]: blob.updated.timestamp() if blob.updated else 0.0
+            return {blob.name[cut:]: ObjectStat(int(blob.size or 0), blob.updated.timestamp()
+                                                if blob.updated else 0.0)
                     for blob in blobs}

@@ -18,7 +18,7 @@ from streaming.atomic import replacing
 from streaming.defaults import IO_CHUNK_BYTES
 from streaming.errors import NotARegularFileError
 from streaming.regular_files import open_regular
-from streaming.storage.base import ProgressFn, Store
+from streaming.storage.base import ObjectStat, ProgressFn, Store
 
 __all__ = ["LocalStore", "local_path_of", "names_directory"]
 
@@ -156,7 +156,7 @@ class LocalStore(Store):
         with replacing(target) as tmp:
             shutil.copyfile(local_path, tmp)
 
-    def list_modified(self, prefix: str = "") -> dict[str, float]:
+    def list_stats(self, prefix: str = "") -> dict[str, ObjectStat]:
         found = {}
         for dirpath, _, files in os.walk(self.root):
             rel_dir = os.path.relpath(dirpath, self.root)
@@ -164,5 +164,6 @@ class LocalStore(Store):
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
                 if rel.startswith(prefix):
                     with contextlib.suppress(FileNotFoundError):  # removed meanwhile
-                        found[rel] = os.stat(os.path.join(dirpath, name)).st_mtime
+                        info = os.stat(os.path.join(dirpath, name))
+                        found[rel] = ObjectStat(info.st_size, info.st_mtime)
         return found

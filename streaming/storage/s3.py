@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 from streaming.errors import RemoteUnreachableError
 from streaming.storage._forksafe import forksafe
 from streaming.storage._obstore import ObstoreBackedStore
-from streaming.storage.base import AccessDeniedError
+from streaming.storage.base import AccessDeniedError, ObjectStat
 from streaming.storage.client_options import ClientOptions
 from streaming.storage.messages import s3_not_found
 from streaming.storage.urls import split_url
@@ -192,8 +192,8 @@ class S3Store(ObstoreBackedStore):
         return self._unsigned_fallback(super().download, path, local_path, **kwargs)
 
     @forksafe
-    def list_modified(self, prefix: str = "") -> dict[str, float]:
-        return self._unsigned_fallback(super().list_modified, prefix)
+    def list_stats(self, prefix: str = "") -> dict[str, ObjectStat]:
+        return self._unsigned_fallback(super().list_stats, prefix)
 
     @forksafe
     def check_container(self) -> None:

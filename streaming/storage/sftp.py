@@ -20,7 +20,7 @@ from typing import Any, Literal, TypedDict
 import paramiko
 
 from streaming.atomic import temp_name_for
-from streaming.storage.base import MeteredWriter, ProgressFn, Store, stall_timeout
+from streaming.storage.base import MeteredWriter, ObjectStat, ProgressFn, Store, stall_timeout
 from streaming.storage.urls import parse_sftp_url
 
 _logger = logging.getLogger(__name__)
@@ -197,8 +197,8 @@ class SFTPStore(Store):
                 sftp.remove(tmp)
                 raise
 
-    def list_modified(self, prefix: str = "") -> dict[str, float]:
-        found: dict[str, float] = {}
+    def list_stats(self, prefix: str = "") -> dict[str, ObjectStat]:
+        found: dict[str, ObjectStat] = {}
         with self._sftp(prefix) as sftp:
             _walk(sftp, self.root, "", prefix, found)
         return found
@@ -226,9 +226,9 @@ def _makedirs(sftp: paramiko.SFTPClient, directory: str) -> None:
 
 
 def _walk(sftp: paramiko.SFTPClient, base: str, rel: str, prefix: str,
-          found: dict[str, float]) -> None:
+          found: dict[str, ObjectStat]) -> None:
     """Collect files under ``base/rel`` whose relative path starts with `prefix`, with their
-    modification times (whole seconds: SFTP's)."""
+    sizes and modification times (whole seconds: SFTP's)."""
     try:
         entries = sftp.listdir_attr(posixpath.join(base, rel) if rel else base)
     except FileNotFoundError:
@@ -239,4 +239,4 @@ def _walk(sftp: paramiko.SFTPClient, base: str, rel: str, prefix: str,
             if prefix.startswith(child + "/") or child.startswith(prefix) or not prefix:
                 _walk(sftp, base, child, prefix, found)
         elif child.startswith(prefix):
-            found[child] = float(entry.st_mtime or 0)
+            found[child] = ObjectStat(int(entry.st_size or 0), float(entry.st_mtime or 0))

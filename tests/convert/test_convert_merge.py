@@ -194,6 +194,41 @@ def test_list_form_with_pairs_prefers_local_and_checks_the_remote(
         merge_partitions(pairs[:1], remote)
 
 
+def test_a_truncated_remote_shard_is_refused_as_a_local_one_is(
+        tmp_path: Any, write_mds: Callable[..., str]) -> None:
+    """A remote listing now gives sizes: a shard cut to half its size was merged (its name
+    was there) and readers failed on it."""
+    remote = f"file://{tmp_path}/remote"
+    write_mds((f"{tmp_path}/l0", f"{remote}/p0"), range(3))
+    write_mds((f"{tmp_path}/l1", f"{remote}/p1"), range(3, 6))
+    shard = f"{tmp_path}/remote/p1/shard.00000.mds"
+    with open(shard, "r+b") as f:
+        f.truncate(os.path.getsize(shard) // 2)
+    with pytest.raises(FileNotFoundError, match="shard.00000.mds .* missing or truncated"):
+        merge_partitions([f"{remote}/p1/index.json"], remote)
+    with pytest.warns(UserWarning, match="skipping sub-dataset .*p1"):
+        merge_index(remote)
+    assert _ids(f"{tmp_path}/remote") == list(range(3))
+
+
+def test_a_sub_dataset_outside_the_output_is_merged_only_where_its_files_are(
+        tmp_path: Any, write_mds: Callable[..., str]) -> None:
+    """The list form names a sub-dataset that is not under `out` by its basename (as the
+    reference does): right for index copies in a staging folder whose shards were sent under
+    `out`, but an index naming files nowhere for one that lives elsewhere."""
+    remote = f"file://{tmp_path}/bucket"
+    write_mds((f"{tmp_path}/l0", f"{remote}/jobs/part0"), range(4))
+    with pytest.raises(FileNotFoundError, match="not under the output"):
+        merge_partitions([f"{remote}/jobs/part0/index.json"], f"{remote}/merged")
+    assert not os.path.exists(f"{tmp_path}/bucket/merged/index.json")
+    # A staging copy of the index, its shards under out/part0: merged as the reference does.
+    write_mds((f"{tmp_path}/staging/part0", f"{remote}/merged/part0"), range(4),
+              keep_local=True)
+    report = merge_partitions([f"{tmp_path}/staging/part0/index.json"], f"{remote}/merged")
+    assert report.partitions == ["part0"]
+    assert _ids(f"{tmp_path}/bucket/merged") == list(range(4))
+
+
 def test_bad_calls() -> None:
     with pytest.raises(ValueError, match="Invalid arguments to merge_index"):
         merge_index(3)

@@ -145,6 +145,10 @@ class StoreTests:
         # just seeded: within the last hour by the server's clock (whole seconds on some)
         assert all(now - 3600 < t <= now + 60 for t in times.values()), times
         assert sorted(store.list_modified("dir/")) == ["dir/b.bin", "dir/sub/c.bin"]
+        stats = store.list_stats()  # what the times come from; the sizes `merge_index` checks
+        assert stats is not None
+        assert {path: stat.size for path, stat in stats.items()} == {
+            path: len(data) for path, data in seeded.items()}
 
     def test_upload_round_trip(self, store: Store, tmp_path: Any) -> None:
         if not store.supports_writes:
