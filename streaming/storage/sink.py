@@ -20,11 +20,12 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait as wait_futures
+from concurrent.futures import FIRST_EXCEPTION, Future, wait as wait_futures
 from typing import Any
 
 from streaming.errors import StreamingError
 from streaming.storage.base import Store
+from streaming.storage.daemon_pool import DaemonPool
 from streaming.storage.schemes import get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import push
 from streaming.storage.urls import redact, split_out
@@ -34,6 +35,10 @@ __all__ = ["Sink", "SinkError", "open_sink"]
 logger = logging.getLogger(__name__)
 
 _THREAD_FAILED = "One of the threads failed. Check other traceback for more details."
+
+
+#: Seconds `Sink.wait` waits before it says what it is waiting for.
+_QUIET_WAIT = 5.0
 
 
 class SinkError(StreamingError):
@@ -51,7 +56,8 @@ class Sink:
         remote: where to copy finished files: a URL, another local directory, or None to keep
             them only in `local`.
         keep_local: with a remote, keep each local file after it was sent.
-        max_workers: transfer threads (ThreadPoolExecutor's default when None).
+        max_workers: transfer threads (ThreadPoolExecutor's default when None); daemon
+            threads, so uploads abandoned by `abort` never hold the process open.
         retry: attempts per file.
         progress: called with the bytes of each file once it landed.
         published: the file whose presence at the remote means a dataset is there already
@@ -90,7 +96,7 @@ class Sink:
                     "one does not overwrite stay; write to a new location to avoid both.",
                     redact(self.remote), published, published)
         self._max_workers = max_workers
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: DaemonPool | None = None
         self._futures: list[Future[None]] = []
         self._error: BaseException | None = None  # the first failure, kept for every raise
         self._error_lock = threading.Lock()
@@ -119,7 +125,7 @@ class Sink:
         return self._error
 
     @property
-    def executor(self) -> ThreadPoolExecutor | None:
+    def executor(self) -> DaemonPool | None:
         return self._executor
 
     def put(self, local_path: str, relpath: str) -> None:
@@ -127,7 +133,7 @@ class Sink:
         if self.store is None:
             return
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(self._max_workers, "shardstream-sink")
+            self._executor = DaemonPool(self._max_workers, "shardstream-sink")
         self._futures.append(self._executor.submit(self._send, local_path, relpath))
 
     def _send(self, local_path: str, relpath: str) -> None:
@@ -158,7 +164,12 @@ class Sink:
                 that stopped answering costs one upload's timeout, not one per queued file.
         """
         futures, self._futures = self._futures, []
-        wait_futures(futures, return_when=FIRST_EXCEPTION)
+        _, pending = wait_futures(futures, timeout=_QUIET_WAIT, return_when=FIRST_EXCEPTION)
+        if pending and self._error is None:  # a slow or stalled link: say what it waits for
+            logger.warning("Waiting for %d file(s) still being sent to %s before the index is "
+                           "published (Ctrl-C stops without publishing).", len(pending),
+                           redact(self.remote or ""))
+            wait_futures(pending, return_when=FIRST_EXCEPTION)
         if self._error is not None:
             for future in futures:
                 future.cancel()
