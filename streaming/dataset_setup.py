@@ -27,6 +27,7 @@ from streaming.coord.namespace import Namespace
 from streaming.coord.scalar import SharedScalar
 from streaming.dataset_config import DatasetConfig
 from streaming.dataset_lifecycle import close_idle_own
+from streaming.defaults import epoch_wait_timeout
 from streaming.order.plan import StreamTable
 from streaming.order.world import World
 from streaming.plugins import construct_from_registry
@@ -141,7 +142,7 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog, cache_limit: in
         setup = Latch(ns.array("setup", np.int64, LATCH_SLOTS))
         next_epoch = ns.scalar("next_epoch")
         resume_page = ns.array("resume", np.uint8, RESUME_BYTES)
-        barrier = ns.barrier("epoch")
+        barrier = ns.barrier("epoch", epoch_wait_timeout())
         plan = ns.board("plan")
 
     def set_up() -> None:  # once per node: cache the indexes, record the shards present

@@ -82,7 +82,13 @@ class NodeCache(PinnedShards, NodeMetrics):
             has_remote=np.array([src.store is not None for src in built], bool)[stream_ids],
         )
         self.cache_limit = cache_limit
-        self.claim_timeout = NODE_WAIT_TIMEOUT  # the longest a read waits for room
+        # The longest a read waits for fetches of other threads or processes of the node (of
+        # its shard, or that hold the room it needs): each ends within its stream's attempts
+        # (`download_retry` x `download_timeout`, plus backoff), so a fetch slower than the
+        # node's usual wait is waited for, not given up on.
+        self.fetch_wait = NODE_WAIT_TIMEOUT + max(
+            (src.retries * (src.timeout + 2 ** src.retries) for src in built
+             if src.store is not None), default=0.0)
         self.future_aware = future_aware_policy()
         n = len(self.shards)
         with namespace.batch():  # one registry write for the node's tables
@@ -166,7 +172,7 @@ class NodeCache(PinnedShards, NodeMetrics):
             return self._run_prepare(shard)
         since = time.monotonic()
         self.claims.ensure(shard, lambda: self._fetch_unless_given_up(shard, since),
-                           reprepare=force)
+                           self.fetch_wait, reprepare=force)
         self._gave_up.pop(shard, None)  # local now: an old failure concerns no one
         self.touch(shard)
         return True
@@ -285,7 +291,7 @@ class NodeCache(PinnedShards, NodeMetrics):
         when nothing is in flight (the limit is really too small for what is in use). A
         prefetch is put off instead.
         """
-        deadline = Deadline(self.claim_timeout)
+        deadline = Deadline(self.fetch_wait)
         seen = CHANGES.generation
 
         def poll() -> bool | None:

@@ -11,6 +11,7 @@ instead of deadlocking (the reference hangs on uneven num_workers and on a crash
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -182,11 +183,12 @@ class Barrier:
                 return True
             if waiting.due():
                 log.warning(
-                    "Still waiting after %.0f s (limit %g s) for %s. The others are alive but "
-                    "have not arrived: every rank of a node, and every DataLoader worker, must "
-                    "start each epoch (a rank that does not iterate its own dataset, as under "
+                    "Still waiting after %.0f s (%s) for %s. The others are alive but have not "
+                    "arrived: every rank of a node, and every DataLoader worker, must start "
+                    "each epoch (a rank that does not iterate its own dataset, as under "
                     "accelerate's dispatch_batches, keeps the rest here; docs/frameworks.md).",
-                    time.monotonic() - since, limit, progress())
+                    time.monotonic() - since,
+                    f"limit {limit:g} s" if math.isfinite(limit) else "no limit", progress())
             if self.stranded is not None and diagnosis.due():
                 why = self.stranded()
                 if why and state[_GENERATION] == generation:

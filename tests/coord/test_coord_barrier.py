@@ -66,6 +66,40 @@ def test_a_long_wait_says_so_before_its_deadline(coord_tmp: str, monkeypatch,
     assert "1 of 2 participants arrived" in caplog.text and "every rank of a node" in caplog.text
 
 
+def test_the_epoch_wait_has_no_limit_unless_one_is_set(coord_tmp: str, monkeypatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A rank may spend any time between epochs (evaluation, a checkpoint): the others waited
+    600 s, then failed. Unset, the epoch wait lasts while its members live (as the
+    reference's), saying so; `STREAMING_EPOCH_WAIT_TIMEOUT` bounds it."""
+    import math
+
+    import streaming.coord.barrier as barrier_module
+    from streaming.defaults import EPOCH_WAIT_ENV, epoch_wait_timeout
+
+    monkeypatch.delenv(EPOCH_WAIT_ENV, raising=False)
+    assert epoch_wait_timeout() == math.inf
+    monkeypatch.setenv(EPOCH_WAIT_ENV, "90")
+    assert epoch_wait_timeout() == 90.0
+    for bad in ("0", "-3", "soon"):
+        monkeypatch.setenv(EPOCH_WAIT_ENV, bad)
+        with pytest.raises(ValueError):
+            epoch_wait_timeout()
+    monkeypatch.setattr(barrier_module, "WAITING_AFTER", 0.05)
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        barrier = ns.barrier(timeout=math.inf)
+        late = mp.get_context("fork").Process(target=_arrive_late, args=(barrier, 1.0))
+        late.start()
+        with caplog.at_level("WARNING", logger="streaming.coord.barrier"):
+            assert barrier.wait(2) == 1
+        late.join(30)
+    assert re.search(r"Still waiting after \d+ s \(no limit\) for barrier", caplog.text)
+
+
+def _arrive_late(barrier, seconds: float) -> None:
+    time.sleep(seconds)  # a rank busy between epochs
+    barrier.wait(2)
+
+
 def test_barrier_rejects_disagreeing_participant_counts(coord_tmp: str) -> None:
     with open_namespace([f"{coord_tmp}/data"]) as ns:
         barrier = ns.barrier()

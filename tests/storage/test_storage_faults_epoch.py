@@ -203,3 +203,43 @@ def test_server_killed_and_restarted_mid_epoch(tmp_path: Any,
             proc.wait(10)
     assert sorted(ids) == list(range(N))
     assert _retries(caplog) >= 1  # the outage was seen, and ridden out
+
+
+@pytest.mark.timeout(120)
+def test_a_fetch_slower_than_the_node_wait_is_waited_for(proxied: tuple[str, FaultProxy, int],
+                                                         tmp_path: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader waiting for another thread's (or process's) fetch of its shard gave up after the
+    node's fixed wait (600 s) though the fetch was alive and within its `download_timeout`:
+    now it waits as long as that fetch's attempts may take. The node wait is cut to 1 s here,
+    the fetch throttled to about 3 s."""
+    from streaming.cache import node_cache
+    from streaming.coord import ShardClaims, ShardState
+
+    url, proxy, shard_bytes = proxied
+    monkeypatch.setattr(node_cache, "NODE_WAIT_TIMEOUT", 1.0)
+    monkeypatch.setattr(ShardClaims.ensure, "__defaults__", (1.0,))  # the wait it had
+    monkeypatch.setenv("STREAMING_EARLY_READS", "0")  # the reads wait for the whole shard
+    with _dataset(url, tmp_path / "cache", shuffle=False, download_timeout=60) as dataset:
+        proxy.reset(Fault("throttle", rate=shard_bytes / 3))
+        proxy.drop_all()
+        results: dict[str, Any] = {}
+
+        def read(name: str, index: int) -> None:
+            try:
+                results[name] = check_sample(dataset[index])
+            except Exception as err:  # noqa: BLE001 (reported below)
+                results[name] = err
+
+        first = threading.Thread(target=read, args=("first", 0))
+        first.start()
+        claims = dataset._ss_cache.claims
+        deadline = time.monotonic() + 30
+        while claims.state(0) != ShardState.PREPARING and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        read("second", 1)  # the same shard: waits for the first thread's fetch
+        waited = time.monotonic() - started
+        first.join(60)
+    assert results == {"first": 0, "second": 1}, results
+    assert waited > 1.0  # longer than the node wait it used to give up at

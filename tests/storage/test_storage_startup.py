@@ -103,7 +103,7 @@ def test_a_dead_rank_makes_the_epoch_barrier_fail_fast(node: Node) -> None:
     node.procs[1].wait()
     started = time.monotonic()
     result = node.go(0)
-    assert time.monotonic() - started < 30  # the barrier's own deadline is 600 s
+    assert time.monotonic() - started < 30  # the epoch barrier has no deadline of its own
     assert result["error"] == "CoordinationError", result
     assert f"member process {dead} is no longer running" in result["message"]
     assert "1 of 2 participants arrived" in result["message"]
