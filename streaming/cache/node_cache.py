@@ -14,7 +14,6 @@ the future off (least recently used only), for comparison.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,21 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streaming.cache.epoch_uses import EpochUses, Locate
+from streaming.cache.epoch_uses import EpochUses
 from streaming.cache.eviction import (
-    CacheFullError,
-    choose_evictions,
     future_aware_policy,
-    nothing_to_evict,
-    rank_evictions,
 )
+from streaming.cache.node_eviction import NEVER_ACCESSED, NodeEviction, PutOff
 from streaming.cache.node_metrics import NodeMetrics
 from streaming.cache.pinning import PinnedShards
 from streaming.cache.prepare import PrepareResult, ShardSource, prepare_shard_files, unavailable
 from streaming.cache.reading_slot import IN_USE_SLOTS, ReadingSlot
-from streaming.coord import Event, Namespace, Outcome, ShardState
-from streaming.coord.claims import CHANGES
-from streaming.coord.wait import Deadline, wait_until
+from streaming.coord import Namespace, Outcome, ShardState
 from streaming.defaults import NODE_WAIT_TIMEOUT
 from streaming.errors import ShardUnavailableError
 from streaming.format.shard_readers import ShardReaders
@@ -49,10 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IN_USE_SLOTS", "NodeCache", "ReadingSlot"]  # the last two from reading_slot.py
 
-_NEVER = np.iinfo(np.uint64).max
-
-class _PutOff(Exception):
-    """A prefetch would evict a shard needed sooner than the one it fetches: not now."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +54,7 @@ class _ShardInfo:
     has_remote: np.ndarray  # bool: can be fetched again after eviction
 
 
-class NodeCache(PinnedShards, NodeMetrics):
+class NodeCache(PinnedShards, NodeMetrics, NodeEviction):
     """Prepare, account for and evict shards on behalf of every process of a node."""
 
     def __init__(self, namespace: Namespace, shards: Sequence[Reader],
@@ -93,7 +83,7 @@ class NodeCache(PinnedShards, NodeMetrics):
         n = len(self.shards)
         with namespace.batch():  # one registry write for the node's tables
             self.claims = namespace.claims(n)
-            self.access_times = namespace.array("access_times", np.uint64, n, fill=_NEVER)
+            self.access_times = namespace.array("access_times", np.uint64, n, fill=NEVER_ACCESSED)
             self.usage = namespace.scalar("cache_usage")
             # What each shard contributes to `usage`: measured after every preparation and given
             # back whole on eviction, so files deleted behind the cache's back never leak into it.
@@ -212,7 +202,7 @@ class NodeCache(PinnedShards, NodeMetrics):
     def _run_prepare(self, shard: int) -> bool:
         try:
             account = self._fetch(shard, put_off=True)
-        except _PutOff:
+        except PutOff:
             self.claims.finish(shard, ok=False)
             return False
         except BaseException as err:
@@ -229,7 +219,7 @@ class NodeCache(PinnedShards, NodeMetrics):
 
         With a cache limit, room for the shard's largest form is reserved (counted in the usage)
         before fetching, so concurrent fetches can never overshoot the limit together. With
-        `put_off` (a prefetch), `_PutOff` is raised instead when making room would evict a shard
+        `put_off` (a prefetch), `PutOff` is raised instead when making room would evict a shard
         needed sooner than this one.
 
         Returns:
@@ -270,140 +260,3 @@ class NodeCache(PinnedShards, NodeMetrics):
 
     def _add_usage(self, delta: int) -> None:
         self.usage.add(delta, self.claims.lock)
-
-    # ------------------------------------------------------------------------------- eviction
-
-    def set_epoch_order(self, node_ids: np.ndarray, locate: Locate,
-                        following: Callable[[], np.ndarray] | None = None) -> None:
-        """The node's sample ids of this epoch, one row per worker (-1 padding), for eviction
-        (see `EpochUses.set_order`; `following` gives the next epoch's rows)."""
-        self._uses.set_order(node_ids, locate, following)
-
-    def next_uses(self) -> np.ndarray | None:
-        """Per shard, the position at which the node's workers need it next (None: no order)."""
-        return self._uses.next_uses(self.progress.numpy()) if self.future_aware else None
-
-    def _reserve(self, needed: int, shard: int, put_off: bool) -> None:
-        """Make room for `shard`'s `needed` bytes, as `_make_room`, when room can be made.
-
-        Room held by fetches in flight (their reservations) frees up when they finish: a read
-        that cannot wait for the prefetcher waits for them instead of failing, and only fails
-        when nothing is in flight (the limit is really too small for what is in use). A
-        prefetch is put off instead.
-        """
-        deadline = Deadline(self.fetch_wait)
-        seen = CHANGES.generation
-
-        def poll() -> bool | None:
-            nonlocal seen
-            seen = CHANGES.generation  # a fetch of this process finishing wakes the sleep
-            try:
-                self._make_room(needed, exclude=shard, put_off=put_off)
-                return True
-            except CacheFullError:
-                if put_off:
-                    raise _PutOff() from None
-                states = self.claims.states.numpy()
-                in_flight = np.flatnonzero(states == ShardState.PREPARING)
-                if not len(in_flight[in_flight != shard]) or deadline.remaining() <= 0:
-                    raise  # the limit's own error, not a timeout of the wait
-                return None
-
-        wait_until(poll, timeout=math.inf, what="room in the cache",
-                   sleep=lambda seconds: CHANGES.sleep(seconds, seen))
-
-    def _make_room(self, needed: int, exclude: int = -1, put_off: bool = False) -> None:
-        limit = int(self.cache_limit or 0)
-        with self.claims.lock:
-            if int(self.usage.get()) + needed <= limit:  # the usual case: no eviction
-                self.usage.add(needed, None)
-                return
-        next_use = self.next_uses()  # outside the lock: may build the epoch's schedule
-        with self.claims.lock:
-            victims = choose_evictions(
-                # What evicting each frees: a prepared shard holds its raw form only, less
-                # than the raw + zip bytes reserved for it while it was fetched.
-                size_bytes=self.counted.numpy(),
-                resident=self.claims.states.numpy() == ShardState.LOCAL,
-                evictable=self._evictable(exclude),
-                last_access=self.access_times.numpy(),
-                usage_bytes=int(self.usage.get()),
-                limit_bytes=limit,
-                needed_bytes=needed,
-                next_use=next_use,
-            )
-            if (put_off and next_use is not None and exclude >= 0 and len(victims)
-                    and int(next_use[victims].min()) < int(next_use[exclude])):
-                raise _PutOff()
-            for victim in victims.tolist():
-                self._evict_locked(victim)
-            self.usage.add(needed, None)  # the reservation
-
-    def _evictable(self, exclude: int = -1) -> np.ndarray:
-        """Per shard, whether the cache may delete it (called with `claims.lock` held): it has a
-        remote to fetch it from again, is not pinned and is not in use (nor `exclude`)."""
-        evictable = self.info.has_remote & (self.pinned.numpy() == 0)
-        in_use = self.in_use.numpy()
-        evictable[in_use[in_use >= 0]] = False
-        if exclude >= 0:
-            evictable[exclude] = False
-        return evictable
-
-    def _evict_locked(self, shard: int) -> None:
-        was_local = self.claims.states.numpy()[shard] == ShardState.LOCAL
-        outcome = self.claims.apply(shard, Event.EVICT)
-        if outcome is Outcome.BUSY:
-            return
-        self.shards[shard].evict()  # stray files of a shard never made local go too
-        if not was_local:  # nothing was evicted: no count, no mapping to let go of
-            return
-        evictions = self.evictions.numpy()
-        evictions[shard] += 1
-        evictions[-1] += 1  # what `HeldMappings` looks at to know whether to look further
-        self.access_times.numpy()[shard] = _NEVER
-        counted = self.counted.numpy()
-        self.counters.add_many({"evictions": 1, "evicted_bytes": int(counted[shard])})
-        usage = int(self.usage.get()) - int(counted[shard])
-        counted[shard] = 0
-        if usage < 0:
-            raise RuntimeError(f"Negative cache usage: {usage}.")
-        self.usage.set(usage)
-
-    def evict(self, shard: int) -> None:
-        """Delete a shard's files from the cache and mark it remote."""
-        with self.claims.lock:
-            self._evict_locked(shard)
-
-    def evict_on_request(self, shard_id: int) -> None:
-        """`evict` for a user's `evict_shard`: the id checked, and a shard that has no remote
-        refused (its files are the only copy of its samples).
-
-        Raises:
-            ValueError: as said.
-        """
-        (shard,) = self.checked_ids(shard_id).tolist()
-        if not self.info.has_remote[shard]:
-            raise ValueError(
-                f"Shard {shard} has no remote: its files in the local directory are the only "
-                f"copy of its samples, so evicting it would delete them. Evict only shards of "
-                f"streams with a `remote`.")
-        self.evict(shard)
-
-    def evict_coldest(self) -> int:
-        """Evict the shard the cache would evict next to make room (never a pinned one, one in
-        use, or the only copy of a shard with no remote); returns its id.
-
-        Raises:
-            CacheFullError: no shard qualifies.
-        """
-        next_use = self.next_uses()
-        with self.claims.lock:
-            ranked = rank_evictions(resident=self.claims.states.numpy() == ShardState.LOCAL,
-                                    evictable=self._evictable(),
-                                    last_access=self.access_times.numpy(), next_use=next_use)
-            if not len(ranked):
-                raise nothing_to_evict("no cached shard that can be fetched again is unpinned "
-                                       "and out of use.")
-            shard = int(ranked[0])
-            self._evict_locked(shard)
-        return shard

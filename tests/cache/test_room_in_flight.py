@@ -19,6 +19,7 @@ import streaming.cache.node_cache as node_cache
 from streaming import MDSWriter, StreamingDataset
 from streaming.cache.eviction import CacheFullError
 from streaming.coord import ShardState
+from streaming.coord.claims import CHANGES
 
 
 @pytest.fixture
@@ -60,13 +61,13 @@ def _hold_four_fetches(cache, monkeypatch):
 def test_a_read_waits_for_room_held_by_fetches_in_flight(tight, monkeypatch):
     cache = tight._ss_cache
     release, threads = _hold_four_fetches(cache, monkeypatch)
-    real_sleep = node_cache.CHANGES.sleep
+    real_sleep = CHANGES.sleep
 
     def sleep(seconds, seen):  # the read is waiting for room: let the downloads finish now
         release.set()
         real_sleep(seconds, seen)
 
-    monkeypatch.setattr(node_cache.CHANGES, "sleep", sleep)
+    monkeypatch.setattr(CHANGES, "sleep", sleep)
     assert cache.prepare(4, blocking=True)
     for thread in threads:
         thread.join(60)
