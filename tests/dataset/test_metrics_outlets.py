@@ -171,12 +171,17 @@ def test_a_fetch_that_failed_in_the_end_counts_its_retries() -> None:
 
     with pytest.raises(FileNotFoundError) as fatal:
         call_with_retries(flaky, retries=5, backoff=0.0, max_jitter=0.0)
-    assert attempts_of(fatal.value) == 3
+    # three calls: the first reset's free reconnect, then two counted attempts
+    assert len(calls) == 3 and attempts_of(fatal.value) == 2
     calls.clear()
+
+    def dropping() -> None:
+        calls.append(1)
+        raise ConnectionResetError("dropped")
+
     with pytest.raises(TransferError) as gave_up:
-        call_with_retries(lambda: flaky() if len(calls) < 1 else flaky(), retries=2,
-                          backoff=0.0, max_jitter=0.0)
-    assert attempts_of(gave_up.value) == 2
+        call_with_retries(dropping, retries=2, backoff=0.0, max_jitter=0.0)
+    assert len(calls) == 3 and attempts_of(gave_up.value) == 2
 
 
 def test_summary_line_without_a_loader() -> None:
