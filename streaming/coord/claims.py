@@ -1,9 +1,10 @@
 """Exactly one preparation (download) per shard per node: the state table applied to shared memory.
 
-Two shared arrays: the state of each shard (uint8, `ShardState` values) and the pid of the process
-preparing it. Transitions happen under one lock. A waiter polls with backoff and a deadline; if the
-preparer died (SIGKILLed worker) it takes the claim over, and a failed preparation returns the
-shard to REMOTE so the next asker retries instead of waiting forever.
+Two shared arrays: the state of each shard (uint8, `ShardState` values) and the identity (pid and
+start time) of the process preparing it, so a preparer whose pid was recycled reads as dead.
+Transitions happen under one lock. A waiter polls with backoff and a deadline; if the preparer
+died (SIGKILLed worker) it takes the claim over, and a failed preparation returns the shard to
+REMOTE so the next asker retries instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from streaming.coord.array import SharedArray
-from streaming.coord.liveness import is_alive
+from streaming.coord.liveness import identity, is_alive
 from streaming.coord.lock import FileLock
 from streaming.coord.states import (
     Event,
@@ -41,13 +42,15 @@ class ShardClaims:
 
         Args:
             states: uint8[num_shards] of `ShardState` values.
-            owners: int64[num_shards]: pid preparing each shard, 0 when none.
+            owners: int64[num_shards, 2]: the (pid, start time) preparing each shard, zeros
+                when none.
             lock: Guards every transition. Callers may hold it to combine a transition with
                 their own bookkeeping (cache usage) via `apply`.
         """
-        if states.dtype != np.uint8 or owners.dtype != np.int64 or states.shape != owners.shape:
+        if (states.dtype != np.uint8 or owners.dtype != np.int64
+                or owners.shape != (*states.shape, 2)):
             raise ValueError(
-                f"Claims need uint8 states and int64 owners of one shape: {states!r}, {owners!r}"
+                f"Claims need uint8 states[n] and int64 owners[n, 2]: {states!r}, {owners!r}"
             )
         self.states = states
         self.owners = owners
@@ -66,14 +69,14 @@ class ShardClaims:
         SUCCEED and FAIL are only accepted from the process that owns the preparation.
         """
         states, owners = self.states.numpy(), self.owners.numpy()
-        if event in (Event.SUCCEED, Event.FAIL) and owners[shard] != os.getpid():
+        if event in (Event.SUCCEED, Event.FAIL) and owners[shard, 0] != os.getpid():
             raise InvalidTransition(
                 f"Shard {shard}: pid {os.getpid()} cannot {event.value} a preparation owned by "
-                f"pid {int(owners[shard])}"
+                f"pid {int(owners[shard, 0])}"
             )
         new_state, outcome = transition(int(states[shard]), event)
         if outcome is Outcome.GRANTED:
-            owners[shard] = os.getpid()
+            owners[shard] = identity()
         elif outcome is Outcome.DONE:
             owners[shard] = 0
         states[shard] = new_state
@@ -95,8 +98,8 @@ class ShardClaims:
             return Outcome.READY
         with self.lock:
             state = int(states[shard])
-            owner = int(self.owners.numpy()[shard])
-            alive = state != ShardState.PREPARING or is_alive(owner)
+            pid, start = self.owners.numpy()[shard].tolist()
+            alive = state != ShardState.PREPARING or is_alive(pid, start)
             return self.apply(shard, claim_event(state, alive, reprepare))
 
     def finish(self, shard: int, ok: bool, also: Callable[[], None] | None = None) -> None:
@@ -135,7 +138,7 @@ class ShardClaims:
         def poll() -> Outcome | None:
             nonlocal seen
             seen = CHANGES.generation
-            if states[shard] == ShardState.PREPARING and is_alive(int(owners[shard])):
+            if states[shard] == ShardState.PREPARING and is_alive(*owners[shard].tolist()):
                 return None
             outcome = self.claim(shard)
             return None if outcome is Outcome.BUSY else outcome
@@ -145,7 +148,7 @@ class ShardClaims:
             timeout=timeout,
             sleep=lambda seconds: CHANGES.sleep(seconds, seen),
             what=lambda: (
-                f"shard {shard} to be prepared by pid {int(owners[shard])} "
+                f"shard {shard} to be prepared by pid {int(owners[shard, 0])} "
                 f"(state {ShardState(int(states[shard])).name})"
             ),
         )

@@ -244,7 +244,7 @@ class Namespace:
     ) -> ShardClaims:
         """Per-shard claims over `num_shards` shards; new states start at `initial`."""
         states = self.array(f"{obj}_states", np.uint8, num_shards, fill=int(initial))
-        owners = self.array(f"{obj}_owners", np.int64, num_shards)
+        owners = self.array(f"{obj}_owners", np.int64, (num_shards, 2))
         return ShardClaims(states, owners, self.lock(obj))
 
     def board(self, obj: str = "plan") -> PlanBoard:

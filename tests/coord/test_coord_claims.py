@@ -12,7 +12,7 @@ import pytest
 from coord_workers import claim_and_hang, race_prepare
 
 from streaming.coord import Outcome, ShardState, open_namespace
-from streaming.coord.states import InvalidTransition
+from streaming.coord.states import Event, InvalidTransition
 from streaming.errors import CoordinationError
 
 
@@ -61,7 +61,7 @@ def test_a_dead_preparer_is_taken_over_without_waiting(coord_tmp: str) -> None:
         child = mp.get_context("fork").Process(target=claim_and_hang, args=(claims, 0, ready))
         child.start()
         assert _wait_for_file(ready) == Outcome.GRANTED.value
-        assert claims.state(0) is ShardState.PREPARING and claims.owners[0] == child.pid
+        assert claims.state(0) is ShardState.PREPARING and claims.owners[0][0] == child.pid
         os.kill(child.pid, signal.SIGKILL)  # not reaped yet: a zombie must count as dead
         ran = []
         start = time.monotonic()
@@ -114,7 +114,7 @@ def test_failed_preparation_propagates_and_releases_the_claim(coord_tmp: str) ->
 
         with pytest.raises(OSError, match="download failed"):
             claims.ensure(1, boom)
-        assert claims.state(1) is ShardState.REMOTE and claims.owners[1] == 0
+        assert claims.state(1) is ShardState.REMOTE and not claims.owners[1].any()
         assert claims.ensure(1, lambda: None) is True
         assert claims.ensure(1, lambda: pytest.fail("prepared twice")) is False
         assert claims.evict(1) is Outcome.DONE and claims.state(1) is ShardState.REMOTE
@@ -124,3 +124,19 @@ def test_failed_preparation_propagates_and_releases_the_claim(coord_tmp: str) ->
         with pytest.raises(InvalidTransition):
             claims.finish(2, ok=True)
         assert claims.ensure(2, lambda: None, reprepare=True) is True
+
+
+def test_a_preparer_whose_pid_was_recycled_is_taken_over(coord_tmp: str) -> None:
+    """Owners are (pid, start time): a live process that got the dead preparer's pid is not
+    mistaken for it (its waiters stalled until their deadline, now as long as a fetch's
+    attempts)."""
+    with open_namespace([f"{coord_tmp}/data"]) as ns:
+        claims = ns.claims(2)
+        with claims.lock:
+            assert claims.apply(0, Event.CLAIM) is Outcome.GRANTED
+        pid, start = claims.owners[0].tolist()
+        assert pid == os.getpid() and start > 0
+        claims.owners.numpy()[0] = (pid, start + 1)  # the same pid, another process's start
+        assert claims.claim(0) is Outcome.GRANTED  # taken over at once, not BUSY
+        claims.finish(0, ok=True)
+        assert claims.state(0) is ShardState.LOCAL
