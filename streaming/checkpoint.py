@@ -27,10 +27,9 @@ def encode_checkpoint(obj: dict[str, Any]) -> np.ndarray:
     text = json.dumps(obj, sort_keys=True).encode("utf-8")
     if len(text) > RESUME_BYTES - 1:
         raise ValueError(
-            "The StreamingDataset state dict for resumption is currently ",
-            f"{len(text)} bytes, which is larger than the maximum of {RESUME_BYTES - 1} bytes.",
-            "Please keep it small: only the five checkpoint integers are needed.",
-        )
+            f"The StreamingDataset state dict for resumption is currently {len(text)} bytes, "
+            f"which is larger than the maximum of {RESUME_BYTES - 1} bytes. Please keep it "
+            "small: only the five checkpoint integers are needed.")
     page = np.zeros(RESUME_BYTES, np.uint8)
     page[: len(text)] = np.frombuffer(text, np.uint8)
     return page

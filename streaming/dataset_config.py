@@ -19,7 +19,7 @@ from streaming.order.defaults import resolve_predownload
 from streaming.order.plan import OrderOptions
 from streaming.units import bytes_to_int, number_abbrev_to_int
 
-__all__ = ["DEFAULT_TIMEOUT", "DatasetConfig", "StreamDefaults"]
+__all__ = ["DEFAULT_TIMEOUT", "DatasetConfig", "StreamDefaults", "check_download_settings"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,25 @@ class StreamDefaults:
     validate_hash: str | None = None
     keep_zip: bool = False
 
+    def __post_init__(self) -> None:
+        check_download_settings(self.download_retry, self.download_timeout)
+
     def as_dict(self) -> dict[str, Any]:
         """The dict `Stream.apply_default` takes (the reference's shape)."""
         return dataclasses.asdict(self)
+
+
+def check_download_settings(download_retry: int | None, download_timeout: float | None) -> None:
+    """Refuse a negative `download_retry` or a non-positive `download_timeout` (None: inherited),
+    for a `Stream`'s own values and for the dataset's, which its streams inherit.
+
+    Raises:
+        ValueError: naming the argument.
+    """
+    if download_retry is not None and download_retry < 0:
+        raise ValueError("`download_retry` must be non-negative")
+    if download_timeout is not None and download_timeout <= 0:
+        raise ValueError("`download_timeout` must be positive")
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,18 @@ def batch_length(batch: Any) -> int:
     """Number of samples in a collated batch.
 
     Mappings (dicts, transformers' `BatchEncoding`/`BatchFeature`) count their first value; tensors
-    their first dimension; other sequences (tuples/lists of columns) their first column.
+    their first dimension; a list or tuple of samples (a `collate_fn` returning the samples as
+    dicts) its length; other sequences (tuples/lists of columns) their first column. The
+    reference counted a list of sample dicts by the keys of its first sample, so a checkpoint
+    replayed or skipped samples.
     """
     if isinstance(batch, Mapping):
         for value in batch.values():
             return len(value)
         raise ValueError("Batch is empty")
     if isinstance(batch, Tensor):
+        return len(batch)
+    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], Mapping):
         return len(batch)
     return len(batch[0])
 
@@ -183,8 +188,9 @@ class StreamingDataLoader(DataLoader):
 
     def metrics(self) -> dict[str, Any]:
         """Where the time goes, summed over this node's processes (`docs/metrics.md`): the
-        dataset's counters plus this loader's wait for batches against the time between them
-        (`stall_percent`)."""
+        dataset's counters, with the wait for batches against the time between them
+        (`stall_percent`) of every loader reading this dataset on the node (two loaders over
+        one dataset, say train and eval, report the same sums)."""
         dataset = self._streaming_dataset()
         if dataset is None:
             raise TypeError("metrics() needs a StreamingDataset; this loader reads a "
@@ -198,9 +204,19 @@ class StreamingDataLoader(DataLoader):
 
     def _warn_on_batch_size_mismatch(self) -> None:
         dataset = self._streaming_dataset()
-        if dataset is None or self.batch_size is None or dataset.batch_size is None:
+        if dataset is None or dataset.batch_size is None:
             return
-        if dataset.batch_size != self.batch_size:
+        if self.batch_size is None and self.num_workers and dataset.batch_size > 1:
+            warnings.warn(
+                f"StreamingDataLoader(batch_size=None) with {self.num_workers} workers over a "
+                f"StreamingDataset of batch_size {dataset.batch_size}: torch interleaves the "
+                "workers' samples one at a time, not a batch at a time, so a state_dict() "
+                "taken mid-epoch resumes with samples repeated and skipped. Give the loader "
+                "the dataset's batch_size, or the dataset batch_size=1.",
+                stacklevel=3,
+            )
+            return
+        if self.batch_size is not None and dataset.batch_size != self.batch_size:
             warnings.warn(
                 f"StreamingDataset batch_size ({dataset.batch_size}) differs from the "
                 f"DataLoader's batch_size ({self.batch_size}). Set them equal: the dataset lays "
@@ -210,6 +226,8 @@ class StreamingDataLoader(DataLoader):
             )
 
     def _get_batch_size(self, batch: Any) -> int:
+        """Samples in `batch` (`batch_length`): the reference's hook, which a subclass
+        overrides to count a batch type of its own; the checkpoint counts what it returns."""
         return batch_length(batch)
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
@@ -279,7 +297,7 @@ class StreamingDataLoader(DataLoader):
                 # they released the dataset's shared memory). Persistent ones start anew.
                 self._stop_workers()
                 raise
-            self.num_samples_yielded += per_item or batch_length(batch)
+            self.num_samples_yielded += per_item or self._get_batch_size(batch)
             handed = time.perf_counter()
             if counters is not None:  # waited for this batch (counted before a `break`)...
                 counters.add_many({"loader_batches": 1, "loader_wait_seconds": handed - asked})

@@ -91,11 +91,11 @@ class LocalDataset(Array, Dataset):
         split = split or ""
         self.local = os.path.expanduser(local)
         self.split = split
-        self.shards: list[Reader] = load_readers(local, split)
+        self.shards: list[Reader] = load_readers(self.local, split)
         for shard in self.shards:
             validate_reader(shard, allow_unsafe_types)
         _read_where_they_lie(self.shards)
-        _refuse_compressed_only(self.shards, local)
+        _refuse_compressed_only(self.shards, self.local)
         shard_sizes = np.array([shard.samples for shard in self.shards], np.int64)
         self.num_samples = int(shard_sizes.sum())
         self.spanner = Spanner(shard_sizes)

@@ -18,7 +18,7 @@ import numpy as np
 from streaming.atomic import discard, drop_dead_temps
 from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.dataset_config import StreamDefaults
+from streaming.dataset_config import StreamDefaults, check_download_settings
 from streaming.errors import IndexFormatError
 from streaming.format.index import check_basename, get_index_basename, naming_index
 from streaming.format.read_options import ReadOptions
@@ -85,10 +85,7 @@ class Stream(WeightViews):
         check_stream_weights(proportion, repeat, choose)
         self.given_weights = StreamWeights(proportion, repeat, choose)
         self.derived_weights: StreamWeights | None = None  # set when a dataset derives them
-        if download_retry is not None and download_retry < 0:
-            raise ValueError("`download_retry` must be non-negative")
-        if download_timeout is not None and download_timeout <= 0:
-            raise ValueError("`download_timeout` must be positive")
+        check_download_settings(download_retry, download_timeout)
         self._download_retry, self._download_timeout = download_retry, download_timeout
         self._keep_zip = keep_zip
         self._inherited: dict[str, Any] = {}  # the dataset's values for the knobs left None

@@ -193,3 +193,31 @@ def test_lazy_defaults_are_logged_as_the_reference_logs_them(ints30, caplog, kwa
     for name in ("predownload", "num_canonical_nodes", "shuffle_block_size"):
         count = caplog.text.count(f"Because `{name}` was not specified,")
         assert count == (name in noticed), (name, caplog.text)
+
+
+@pytest.mark.parametrize("kwargs", [{"download_timeout": 0}, {"download_retry": -1}])
+def test_the_datasets_download_settings_are_checked_with_streams_too(ints30, kwargs) -> None:
+    """Checked for `remote`/`local` (through its one Stream) but not for `streams=`, whose
+    streams inherit them unchecked (as in the reference)."""
+    with pytest.raises(ValueError, match="must be"):
+        StreamingDataset(streams=[Stream(local=ints30)], batch_size=2, **kwargs)
+    with pytest.raises(ValueError, match="must be"):
+        StreamingDataset(local=ints30, batch_size=2, **kwargs)
+
+
+def test_local_dataset_expands_the_home_directory(ints30, monkeypatch) -> None:
+    """It stored the expanded path but read the index from the one given (as the reference)."""
+    from streaming import LocalDataset
+
+    monkeypatch.setenv("HOME", os.path.dirname(ints30))
+    dataset = LocalDataset(f"~/{os.path.basename(ints30)}")
+    assert len(dataset) == 30 and dataset[29]["v"] == 29
+
+
+def test_an_oversized_state_dict_says_so_in_one_sentence(ints30) -> None:
+    dataset = StreamingDataset(local=ints30, batch_size=2)
+    with pytest.raises(ValueError) as caught:
+        dataset.load_state_dict({"epoch": 0, "sample_in_epoch": 0, "pad": "x" * 10_000})
+    message = str(caught.value)
+    assert message.startswith("The StreamingDataset state dict for resumption is currently ")
+    assert "bytes, which is larger than the maximum" in message and "('" not in message

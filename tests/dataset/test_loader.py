@@ -120,6 +120,46 @@ def test_a_loader_without_batches_counts_each_sample_once(ints30, cache_dir, wor
     assert sorted(seen + rest) == list(range(30)) and resumed.num_samples_yielded == 19
 
 
+def _samples_as_they_are(samples):
+    return list(samples)
+
+
+class _CountsPairs(StreamingDataLoader):
+    """A subclass counting a batch type of its own (the reference's `_get_batch_size` hook)."""
+
+    def _get_batch_size(self, batch) -> int:
+        return len(batch["pairs"])
+
+
+def _pairs(samples):  # its first value says nothing of the count: only the hook knows
+    return {"source": "mds", "pairs": [(s["v"], s["v"]) for s in samples]}
+
+
+@pytest.mark.parametrize("loader_type,collate", [
+    (StreamingDataLoader, _samples_as_they_are), (_CountsPairs, _pairs)],
+    ids=["list of sample dicts", "subclass hook"])
+def test_a_custom_batch_is_counted_as_its_samples(ints30, cache_dir, loader_type,
+                                                  collate) -> None:
+    """A `collate_fn` returning the samples as a list of dicts was counted by the keys of its
+    first sample (as in the reference), and a subclass's `_get_batch_size` was never called:
+    either way a checkpoint replayed samples."""
+    kwargs = dict(remote=ints30, batch_size=4)
+    loader = loader_type(StreamingDataset(local=cache_dir(), **kwargs), batch_size=4,
+                         collate_fn=collate)
+    for count, _ in enumerate(loader, 1):
+        if count == 3:
+            break
+    assert loader.state_dict()["sample_in_epoch"] == 12
+
+
+def test_samples_one_at_a_time_from_workers_of_a_batched_dataset_warn(ints30, cache_dir) -> None:
+    """Torch interleaves the workers' samples one at a time, the dataset lays them out a
+    batch at a time: a mid-epoch checkpoint would resume with samples repeated and lost."""
+    ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
+    with pytest.warns(UserWarning, match="interleaves the workers' samples one at a time"):
+        StreamingDataLoader(ds, batch_size=None, num_workers=2)
+
+
 def test_batch_size_mismatch_warns(ints30, cache_dir) -> None:
     ds = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=4)
     with pytest.warns(UserWarning, match="differs from the DataLoader's batch_size"):
