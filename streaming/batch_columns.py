@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from streaming.defaults import TENSOR_DTYPE_KINDS
 from streaming.errors import StreamingError
 
 __all__ = ["BatchParts", "MixedColumnsError", "column_of", "columns_of"]
 
-_TENSOR_KINDS = frozenset("biufc")  # numpy dtype kinds torch has tensors of
 _INTS, _FLOATS, _BOOLS = (int, np.int64), (float, np.float64), (bool, np.bool_)
 _PYTHON_TWINS: dict[type, tuple[type, type]] = {
     int: _INTS, np.int64: _INTS, float: _FLOATS, np.float64: _FLOATS, bool: _BOOLS,
@@ -74,7 +74,7 @@ def column_of(values: list[Any]) -> Any:
     kind = type(first)
     if kind is np.ndarray:
         dtype, shape = first.dtype, first.shape
-        if dtype.kind in _TENSOR_KINDS and dtype.isnative and all(
+        if dtype.kind in TENSOR_DTYPE_KINDS and dtype.isnative and all(
                 type(v) is np.ndarray and v.shape == shape and v.dtype == dtype for v in values):
             return np.stack(values)
     elif kind in _PYTHON_TWINS:
@@ -88,7 +88,7 @@ def column_of(values: list[Any]) -> Any:
                 return values
     elif isinstance(first, np.generic):
         dtype = first.dtype
-        if dtype.kind in _TENSOR_KINDS and dtype.isnative and all(
+        if dtype.kind in TENSOR_DTYPE_KINDS and dtype.isnative and all(
                 type(v) is kind for v in values):
             return np.array(values, dtype)
     return values

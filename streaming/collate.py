@@ -27,11 +27,12 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate, default_convert, get_worker_info
 
+from streaming.defaults import TENSOR_DTYPE_KINDS
+
 __all__ = ["becomes_tensor", "collate_columns", "collate_samples", "convert_sample",
            "torch_dtype_of"]
 
 # numpy dtype kinds torch builds tensors of (bool, signed, unsigned, float, complex).
-_TENSOR_KINDS = frozenset("biufc")
 _ALIGN = 64  # byte alignment of each column inside a batch's shared buffer
 
 
@@ -102,7 +103,7 @@ def becomes_tensor(value: Any) -> bool:
     Not so for a column of numpy uint64 scalars (torch builds no tensor from a list of them)
     nor for dtypes this torch build has no tensor of: those go through `default_collate`.
     """
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in _TENSOR_KINDS:
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in TENSOR_DTYPE_KINDS:
         return False
     if not value.dtype.isnative or (value.ndim == 1 and value.dtype == np.uint64):
         return False
@@ -197,13 +198,13 @@ def _stack_plan(values: list[Any], first: np.ndarray) -> _Tensor | None:
     """The plan of stacking the arrays, or None when `default_collate` must decide (mixed
     types, shapes or dtypes, or a dtype torch has no tensor of)."""
     shape, dtype = first.shape, first.dtype
-    if dtype.kind not in _TENSOR_KINDS or not dtype.isnative:
+    if dtype.kind not in TENSOR_DTYPE_KINDS or not dtype.isnative:
         return None
     for value in values:
         if type(value) is not np.ndarray or value.shape != shape or value.dtype != dtype:
             return None
     try:
-        torch_dtype = torch.from_numpy(np.empty(0, dtype)).dtype
+        torch_dtype = torch_dtype_of(dtype)
     except TypeError:  # a dtype this torch build cannot hold
         return None
     return _Tensor((len(values), *shape), torch_dtype, values, stack=True)

@@ -16,6 +16,7 @@ import numpy as np
 
 from streaming.cache.reading_slot import holding
 from streaming.errors import ShardSizeMismatchError
+from streaming.stream import index_bytes
 
 if TYPE_CHECKING:
     from streaming.cache.node_cache import NodeCache
@@ -99,7 +100,7 @@ class CacheControls:
         Raises:
             ValueError: an id is out of range, or the pinned shards would not fit the limit.
         """
-        self._ss_cache.pin(shard_ids, sum(s.get_index_size() for s in self.streams), fetch=fetch)
+        self._ss_cache.pin(shard_ids, index_bytes(self.streams), fetch=fetch)
 
     def unpin_shards(self, shard_ids: Sequence[int] | np.ndarray) -> None:
         """Let pinned shards be evicted again."""

@@ -31,7 +31,7 @@ from streaming.defaults import epoch_wait_timeout
 from streaming.order.plan import StreamTable
 from streaming.order.world import World
 from streaming.plugins import construct_from_registry
-from streaming.stream import Stream, streams_registry
+from streaming.stream import Stream, index_bytes, streams_registry
 
 __all__ = ["NodeState", "build_streams", "check_limit", "derive_table", "load_catalog",
            "open_node_state"]
@@ -105,7 +105,7 @@ def check_limit(limit: int | None, streams: Sequence[Stream], catalog: Catalog) 
     """Refuse a `cache_limit` that cannot hold what the epoch needs (see `check_cache_limit`)."""
     if limit is not None:
         fetchable = np.array([s.has_remote_copy for s in streams], bool)
-        check_cache_limit(limit, sum(stream.get_index_size() for stream in streams),
+        check_cache_limit(limit, index_bytes(streams),
                           catalog.shards.max_bytes,
                           fetchable[catalog.stream_per_shard])
 
@@ -150,7 +150,7 @@ def open_node_state(streams: Sequence[Stream], catalog: Catalog, cache_limit: in
         for stream_id, stream in enumerate(streams):
             span = catalog.stream_slice(stream_id)
             stream.set_up_local(catalog.groups[stream_id], present[span])
-        cache.set_up(sum(s.get_index_size() for s in streams), present)
+        cache.set_up(index_bytes(streams), present)
 
     once_per_node(setup, cache.claims.states.created, set_up, f"The cache set-up of {locals_}")
     for stream in streams:

@@ -9,7 +9,7 @@ import math
 import os
 
 __all__ = ["DEFAULT_TIMEOUT", "EPOCH_WAIT_ENV", "IO_CHUNK_BYTES", "NODE_WAIT_TIMEOUT",
-           "STALL_TIMEOUT", "epoch_wait_timeout"]
+           "STALL_TIMEOUT", "TENSOR_DTYPE_KINDS", "epoch_wait_timeout"]
 
 #: Seconds one download attempt may take (the reference's `download_timeout` default).
 DEFAULT_TIMEOUT = 60.0
@@ -18,6 +18,10 @@ DEFAULT_TIMEOUT = 60.0
 #: (a connection that died silently never errors; waiting for `DEFAULT_TIMEOUT` wastes a minute).
 #: Overridden by the `STREAMING_STALL_TIMEOUT` environment variable when a store is opened.
 STALL_TIMEOUT = 5.0
+
+#: The numpy dtype kinds torch has tensors of (bool, ints, floats, complex): which columns a
+#: batch gathers into one array and the loader turns into one tensor.
+TENSOR_DTYPE_KINDS = frozenset("biufc")
 
 #: Bytes moved per read/write call when streaming a file or an object (copies, hashes, uploads).
 IO_CHUNK_BYTES = 8 << 20

@@ -18,7 +18,7 @@ import struct
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -27,9 +27,6 @@ from streaming.epoch_reads import EpochReads
 from streaming.errors import StreamingError
 from streaming.metrics.counters import column
 from streaming.prefetch import CHUNK, Prefetcher, first_uses
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["CHUNK", "MIN_RUN", "EpochReads", "drop_padding", "early_prefix", "epoch_samples",
            "first_uses", "iterate_batches", "iterate_epoch", "runs"]

@@ -309,7 +309,7 @@ class StreamingDataLoader(DataLoader):
     def batch_sender(self) -> Any:
         """How batches leave the batched path's workers (a `WorkerRing`, or `collate_columns`),
         or the `collate_fn` in use off that path."""
-        return getattr(self, "_internal", {}).get("collate_fn", self.collate_fn)
+        return getattr(self, "_internal", {}).get("collate_fn", getattr(self, "collate_fn", None))
 
     @contextlib.contextmanager
     def _batched_settings(self) -> Iterator[None]:
@@ -385,8 +385,7 @@ class StreamingDataLoader(DataLoader):
         ring = getattr(self, "_ring", None)
         if ring is not None:
             ring.close()
-        sender = getattr(self, "_internal", {}).get("collate_fn", getattr(self, "collate_fn", None))
-        unlink = getattr(sender, "unlink_unmapped", None)
+        unlink = getattr(self.batch_sender, "unlink_unmapped", None)
         if unlink is not None and not _finalizing():  # a `WorkerRing`, its workers stopped now
             unlink()  # (at interpreter exit, an exit hook of `streaming.batch_ring` did it)
 

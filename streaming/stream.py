@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from streaming.format.reader import Reader
     from streaming.order.world import World
 
-__all__ = ["Stream", "streams_registry"]
+__all__ = ["Stream", "index_bytes", "streams_registry"]
 
 _DEFAULTS = StreamDefaults()  # a stream's knobs when neither it nor a dataset sets them
 
@@ -340,6 +340,11 @@ class Stream(WeightViews):
         state["_pending_index"] = None  # the node's set-up is done before workers exist
         state["_pending_table"] = None
         return state
+
+
+def index_bytes(streams: Sequence[Stream]) -> int:
+    """Bytes of every stream's index files in the cache: what a cache limit always counts."""
+    return sum(stream.get_index_size() for stream in streams)
 
 
 def _file_size(path: str) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from streaming.defaults import TENSOR_DTYPE_KINDS
 from streaming.errors import ShardFormatError, decode_failure
 from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import ViewDecoder
@@ -42,14 +43,13 @@ Layout = Sequence[tuple[Column, int, int]]  # (column, position in the row, size
 # Decoders whose values, stacked, are exactly the typed view of their bytes (a user subclass
 # that overrides `decode` may return anything, so its columns are decoded value by value).
 _TAKEABLE_DECODERS = (Int.decode, Scalar.decode, NDArray.decode)
-_TENSOR_KINDS = "biufc"
 
 
 def takeable(coder: ViewDecoder, size: int) -> bool:
     """Whether a column of values of `size` bytes can be gathered as one array."""
     dtype = coder.fixed_dtype
     return (dtype is not None and coder.size == size and dtype.isnative
-            and dtype.kind in _TENSOR_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
+            and dtype.kind in TENSOR_DTYPE_KINDS and type(coder).decode in _TAKEABLE_DECODERS)
 
 
 def _typed(coder: ViewDecoder, items: np.ndarray, count: int) -> np.ndarray:
