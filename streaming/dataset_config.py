@@ -19,7 +19,8 @@ from streaming.order.defaults import resolve_predownload
 from streaming.order.plan import OrderOptions
 from streaming.units import bytes_to_int, number_abbrev_to_int
 
-__all__ = ["DEFAULT_TIMEOUT", "DatasetConfig", "StreamDefaults", "check_download_settings"]
+__all__ = ["DEFAULT_TIMEOUT", "DatasetConfig", "StreamDefaults", "check_download_settings",
+           "checked_columns"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,21 @@ class StreamDefaults:
     def as_dict(self) -> dict[str, Any]:
         """The dict `Stream.apply_default` takes (the reference's shape)."""
         return dataclasses.asdict(self)
+
+
+def checked_columns(columns: Any) -> tuple[str, ...]:
+    """`columns=` (of a dataset or a stream) as a tuple of names, each named once.
+
+    Raises:
+        TypeError: not a list of strings (a bare string would read as its letters).
+        ValueError: empty, or a name given twice.
+    """
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise TypeError(f"`columns` must be a list of column names, got {columns!r}.")
+    names = tuple(columns)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"`columns` must name at least one column, each once: {list(names)!r}.")
+    return names
 
 
 def check_download_settings(download_retry: int | None, download_timeout: float | None) -> None:
@@ -105,10 +121,7 @@ class DatasetConfig:
                 raise ValueError(
                     "`columns` of StreamingDataset selects the columns of its one stream "
                     "(`remote`/`local`); with `streams`, give each `Stream(columns=[...])`.")
-            columns = args["columns"]
-            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-                raise TypeError(f"`columns` must be a list of column names, got {columns!r}.")
-            args["columns"] = tuple(columns)
+            args["columns"] = checked_columns(args["columns"])
         own = {f.name for f in dataclasses.fields(cls)} - {"stream_defaults", "order"}
         unknown = sorted(set(args) - own)
         if unknown:

@@ -18,7 +18,7 @@ import numpy as np
 from streaming.atomic import discard, drop_dead_temps
 from streaming.cache.index_cache import IndexCache, LoadedIndex
 from streaming.cache.prepare import ShardSource, prepare_shard_files
-from streaming.dataset_config import StreamDefaults, check_download_settings
+from streaming.dataset_config import StreamDefaults, check_download_settings, checked_columns
 from streaming.errors import IndexFormatError
 from streaming.format.index import check_basename, get_index_basename, naming_index
 from streaming.format.read_options import ReadOptions
@@ -90,13 +90,7 @@ class Stream(WeightViews):
         self._keep_zip = keep_zip
         self._inherited: dict[str, Any] = {}  # the dataset's values for the knobs left None
         self.validate_hash = validate_hash
-        if columns is not None:
-            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-                raise TypeError(f"`columns` must be a list of column names, got {columns!r}.")
-            if not columns or len(set(columns)) != len(columns):
-                raise ValueError(f"`columns` must name at least one column, each once: "
-                                 f"{list(columns)!r}.")
-        self.columns = tuple(columns) if columns is not None else None
+        self.columns = checked_columns(columns) if columns is not None else None
         self.local = (os.path.expanduser(local) if local is not None  # `~` as in `remote=`
                       else self._get_temporary_directory())
         self._store: Any | None = None
