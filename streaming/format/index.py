@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -326,11 +327,12 @@ def check_unique_files(entries: Sequence[ShardEntry], filename: str = INDEX_BASE
     seen: set[str] = set()
     for entry in entries:
         for info in entry.files():
-            if info.basename in seen:
+            name = posixpath.normpath(info.basename)  # `./a.mds` is `a.mds`
+            if name in seen:
                 raise IndexFormatError(
                     f"Index file at {filename} lists the file {info.basename!r} more than once; "
                     "its samples would be read twice per epoch.")
-            seen.add(info.basename)
+            seen.add(name)
 
 
 def check_version(version: Any) -> None:

@@ -137,6 +137,18 @@ def test_sequential_matches_random_access_across_blocks(tmp_path) -> None:
     assert list(reader.iter_range(5, 5)) == []
 
 
+@pytest.mark.parametrize("count", [1, 63, 64, 100])
+def test_a_dataset_without_columns_reads_as_many_empty_samples(tmp_path, count: int) -> None:
+    """From 64 samples on, a block of zero-byte samples went to the gathered path, whose
+    `zip()` of no columns yields nothing: in-order reading gave no samples at all."""
+    with MDSWriter(columns={}, out=str(tmp_path)) as writer:
+        for _ in range(count):
+            writer.write({})
+    reader = load_readers(str(tmp_path))[0]
+    assert list(reader) == [{}] * count == [reader[i] for i in range(count)]
+    assert list(reader.iter_range(1, count)) == [{}] * (count - 1)
+
+
 def test_block_samples_are_bounded_by_bytes_and_count() -> None:
     assert mds_reader.block_samples(0) == mds_reader.block_samples(1) == 4096
     assert mds_reader.block_samples(2060) == 4096  # tokens: the count bound

@@ -162,10 +162,15 @@ def named_errors(samples: Iterator[dict[str, Any]],
         raise decode_failure(err, fail)  # noqa: B904 (it sets the cause)
 
 
-def as_samples(names: list[str], values: list[Any], fail: Undecodable) -> Iterator[dict[str, Any]]:
-    """The rows of `values` (an iterable per column, decoding lazily) as sample dicts, errors
-    named as by `named_errors` (the loop written out, as it was before errors were named: this
-    is the path of every fixed-layout sample)."""
+def as_samples(names: list[str], values: list[Any], count: int,
+               fail: Undecodable) -> Iterator[dict[str, Any]]:
+    """The `count` rows of `values` (an iterable per column, decoding lazily) as sample dicts,
+    errors named as by `named_errors` (the loop written out, as it was before errors were
+    named: this is the path of every fixed-layout sample). Without columns, `count` empty
+    dicts (`zip()` of nothing would yield none)."""
+    if not names:
+        yield from ({} for _ in range(count))
+        return
     try:
         for row in zip(*values):
             yield dict(zip(names, row))
@@ -187,7 +192,7 @@ def uniform_block(rows: np.ndarray, layout: Sequence[tuple[Column, int, int]], v
             values.append(coder.decode_many(rows[:, pos:pos + size]))
         else:
             values.append(map(coder.decode, [view[a:a + size] for a in (starts + pos).tolist()]))
-    return as_samples(names, values, fail)
+    return as_samples(names, values, len(starts), fail)
 
 
 def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
@@ -215,4 +220,4 @@ def varied_block(view: memoryview, offsets: np.ndarray, columns: list[Column],
             values.append(coder.decode_many(rows))
         else:
             values.append(map(coder.decode, _slices(view, begin, size)))
-    return as_samples(names, values, fail)
+    return as_samples(names, values, len(starts), fail)

@@ -127,8 +127,8 @@ class MDSReader(JointReader):
                  size_limit: int | str | None, zip_data: FileInfo | None) -> None:
         super().__init__(dirname, split, compression, hashes, raw_data, samples, size_limit,
                          zip_data)
-        repeated = sorted({n for n in column_names if column_names.count(n) > 1})
-        if repeated:  # a sample dict holds one value per name: the later column hid the first
+        if len(set(column_names)) != len(column_names):  # one value per name in a sample dict
+            repeated = sorted({n for n in column_names if column_names.count(n) > 1})
             raise ValueError(f"`column_names` lists {repeated} more than once.")
         self.column_encodings = column_encodings
         self.column_names = column_names
