@@ -36,6 +36,7 @@ from streaming.convert.subsets import (
     write_subset,
 )
 from streaming.errors import MissingDependencyError
+from streaming.format.writer_args import SIZE_LIMIT
 from streaming.merge import MergeReport
 
 try:
@@ -60,7 +61,7 @@ def _write_partition(plan: WritePlan, task: int, frame: pd.DataFrame,
 
 def to_mds(ddf: dd.DataFrame, out: Any, columns: Mapping[str, str] | None = None, *,
            compression: str | None = "zstd", hashes: Sequence[str] | None = None,
-           size_limit: int | str | None = 1 << 26, exist_ok: bool = False,
+           size_limit: int | str | None = SIZE_LIMIT, exist_ok: bool = False,
            **writer_kwargs: Any) -> MergeReport:
     """Write a Dask DataFrame as one MDS dataset at `out`, one sub-dataset per partition.
 

@@ -38,6 +38,7 @@ from streaming.convert.subsets import (
     write_subset,
 )
 from streaming.errors import MissingDependencyError
+from streaming.format.writer_args import SIZE_LIMIT
 from streaming.merge import MergeReport
 
 try:
@@ -81,7 +82,7 @@ class MDSDatasink(Datasink):
 
 def write_mds(ds: ray.data.Dataset, out: Any, columns: Mapping[str, str] | None = None, *,
               compression: str | None = "zstd", hashes: Sequence[str] | None = None,
-              size_limit: int | str | None = 1 << 26, exist_ok: bool = False,
+              size_limit: int | str | None = SIZE_LIMIT, exist_ok: bool = False,
               concurrency: int | None = None, **writer_kwargs: Any) -> MergeReport:
     """Write a Ray Dataset as one MDS dataset at `out`, every block in parallel.
 

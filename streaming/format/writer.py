@@ -27,7 +27,12 @@ from streaming.format.index import dump_index, get_index_basename
 from streaming.format.sample_checks import MissingColumnError, check_columns
 from streaming.format.shard_readers import index_table
 from streaming.format.shard_table import TABLE_SUFFIX, table_bytes
-from streaming.format.writer_args import parse_compression, parse_hashes, parse_size_limit
+from streaming.format.writer_args import (
+    SIZE_LIMIT,
+    parse_compression,
+    parse_hashes,
+    parse_size_limit,
+)
 from streaming.hashing import get_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
@@ -65,7 +70,7 @@ class Writer(ABC):
 
     def __init__(self, *, out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
-                 size_limit: int | str | None = 1 << 26, extra_bytes_per_shard: int = 0,
+                 size_limit: int | str | None = SIZE_LIMIT, extra_bytes_per_shard: int = 0,
                  extra_bytes_per_sample: int = 0, **kwargs: Any) -> None:
         self.compression = parse_compression(compression)
         self.hashes = parse_hashes(hashes)

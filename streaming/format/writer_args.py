@@ -9,7 +9,10 @@ from streaming.format.compression import is_compression
 from streaming.hashing import is_hash
 from streaming.units import bytes_to_int
 
-__all__ = ["parse_compression", "parse_hashes", "parse_size_limit"]
+__all__ = ["SIZE_LIMIT", "parse_compression", "parse_hashes", "parse_size_limit"]
+
+#: Bytes a shard may hold unless a writer is told otherwise (the reference's 64 MiB).
+SIZE_LIMIT = 1 << 26
 
 
 def parse_compression(compression: str | None) -> str | None:

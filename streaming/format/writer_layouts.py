@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from streaming.format.writer import Writer
+from streaming.format.writer_args import SIZE_LIMIT
 
 __all__ = ["JointWriter", "SplitWriter", "uint32_offsets"]
 
@@ -60,7 +61,7 @@ class SplitWriter(Writer):
 
     def __init__(self, *, out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
-                 size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
+                 size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
                          size_limit=size_limit, extra_bytes_per_shard=0,
                          extra_bytes_per_sample=0, **kwargs)

@@ -13,6 +13,7 @@ from typing import Any
 from streaming.errors import UnsupportedColumnError
 from streaming.format.jsonl.encodings import _encodings, is_json_encoded, is_json_encoding
 from streaming.format.sample_checks import column_value_error
+from streaming.format.writer_args import SIZE_LIMIT
 from streaming.format.writer_layouts import SplitWriter
 
 __all__ = ["JSONWriter"]
@@ -52,7 +53,7 @@ class JSONWriter(SplitWriter):
     def __init__(self, *, columns: dict[str, str], newline: str = "\n",
                  out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
-                 size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
+                 size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
         check_text_columns("JSONWriter", columns, is_json_encoding)
         if not isinstance(newline, str):
             raise TypeError(f"JSONWriter's newline must be a str, got {newline!r}.")

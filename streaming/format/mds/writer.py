@@ -17,6 +17,7 @@ from streaming.errors import UnsupportedColumnError
 from streaming.format.encodings import get_encoding, get_mds_encodings
 from streaming.format.sample_checks import VALUE_ERRORS, column_value_error
 from streaming.format.writer import MAX_OFFSET
+from streaming.format.writer_args import SIZE_LIMIT
 from streaming.format.writer_layouts import JointWriter, uint32_offsets
 
 __all__ = ["MDSWriter"]
@@ -74,7 +75,7 @@ class MDSWriter(JointWriter):
 
     def __init__(self, *, columns: dict[str, str], out: str | tuple[str, str],
                  keep_local: bool = False, compression: str | None = None,
-                 hashes: list[str] | None = None, size_limit: int | str | None = 1 << 26,
+                 hashes: list[str] | None = None, size_limit: int | str | None = SIZE_LIMIT,
                  **kwargs: Any) -> None:
         plan = plan_columns(columns)  # before any directory is touched
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,

@@ -12,6 +12,7 @@ from typing import Any
 from streaming.errors import ReservedCharacterError
 from streaming.format.jsonl.writer import check_text_columns
 from streaming.format.sample_checks import column_value_error
+from streaming.format.writer_args import SIZE_LIMIT
 from streaming.format.writer_layouts import SplitWriter
 from streaming.format.xsv.encodings import _encodings, is_xsv_encoding
 
@@ -38,7 +39,7 @@ class XSVWriter(SplitWriter):
     def __init__(self, *, columns: dict[str, str], separator: str, newline: str = "\n",
                  out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
-                 size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
+                 size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
         check_text_columns(type(self).__name__, columns, is_xsv_encoding)
         if not separator or not newline:
             raise ReservedCharacterError("The separator and the newline must be non-empty strings.")
@@ -127,7 +128,7 @@ class _FixedSeparatorWriter(XSVWriter):
     def __init__(self, *, columns: dict[str, str], newline: str = "\n",
                  out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
-                 size_limit: int | str | None = 1 << 26, **kwargs: Any) -> None:
+                 size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
         super().__init__(columns=columns, separator=type(self).separator, newline=newline,
                          out=out, keep_local=keep_local, compression=compression, hashes=hashes,
                          size_limit=size_limit, **kwargs)

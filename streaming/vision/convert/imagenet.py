@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from streaming.format.writer_args import SIZE_LIMIT
 from streaming.units import get_list_arg
 from streaming.vision.convert._common import add_writer_flags, write_samples
 
@@ -27,7 +28,7 @@ __all__ = ["check_extensions", "convert_split", "get_classes", "main", "parse_ar
 def parse_args(argv: Sequence[str] | None = None) -> Namespace:
     """The reference script's flags and defaults (`argv` defaults to the command line)."""
     parser = ArgumentParser(description="Convert an ImageNet folder tree to MDS.")
-    add_writer_flags(parser, compression="", size_limit=1 << 26)
+    add_writer_flags(parser, compression="", size_limit=SIZE_LIMIT)
     parser.add_argument("--splits", type=str, default="train,val",
                         help="Comma-separated split folders under --in_root. Default: train,val")
     parser.add_argument("--validate", type=int, default=1,
@@ -73,7 +74,7 @@ def get_classes(filenames: list[str], class_names: list[str] | None = None
 
 
 def convert_split(in_root: str, out_root: str, split: str, *, compression: str | None = None,
-                  hashes: list[str] | None = None, size_limit: int = 1 << 26,
+                  hashes: list[str] | None = None, size_limit: int = SIZE_LIMIT,
                   progress_bar: bool = True, leave: bool = False, validate: bool = True,
                   extensions: set[str] | None = None,
                   class_names: list[str] | None = None) -> list[str]:
