@@ -69,6 +69,13 @@ class StreamingError(Exception):
 DECODE_ERRORS: tuple[type[BaseException], ...] = (ValueError, struct.error)
 
 
+def first_line(err: BaseException) -> str:
+    """``Type: first line`` of an error, for a message of ours that wraps it (SDK and decoder
+    errors append pages of detail); just ``Type`` when it says nothing."""
+    text = str(err).strip().split("\n", 1)[0]
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
 def note_where(err: BaseException, where: str) -> None:
     """Add `where` (the file and sample being decoded) to `err` as a note (PEP 678), once:
     its type stays the decoder's, and its traceback says which sample of which shard."""

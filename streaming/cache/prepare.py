@@ -20,6 +20,7 @@ from streaming.errors import (
     ShardFormatError,
     ShardUnavailableError,
     SourceChangedError,
+    first_line,
 )
 from streaming.format.compression import decompress_file
 from streaming.format.fileio import write_atomic
@@ -273,7 +274,6 @@ def unavailable(shard: int, files: ShardFiles, src: ShardSource,
     names = ", ".join(raw.basename for raw, _ in files.pairs)
     where = (f"from its remote {src.store.url}" if src.store is not None
              else "and its stream has no remote")
-    first = str(cause).strip().split("\n", 1)[0]
     return ShardUnavailableError(
         f"Shard {shard} ({names}) is not in the cache {os.path.normpath(src.local_dir)} and "
-        f"could not be fetched {where}: {type(cause).__name__}: {first}")
+        f"could not be fetched {where}: {first_line(cause)}")

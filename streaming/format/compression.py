@@ -14,7 +14,12 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from streaming.errors import MissingDependencyError, ShardFormatError, StreamingError
+from streaming.errors import (
+    MissingDependencyError,
+    ShardFormatError,
+    StreamingError,
+    first_line,
+)
 
 __all__ = [
     "Brotli",
@@ -354,9 +359,8 @@ def decompress_file(algo: str | None, data: bytes, name: str,
     except ImportError:
         raise
     except Exception as err:
-        first = str(err).strip().split("\n", 1)[0]
         raise ShardFormatError(f"Shard file {name} cannot be decompressed as {algo}: "
-                               f"{type(err).__name__}: {first}") from err
+                               f"{first_line(err)}") from err
     if limit is not None and len(out) > limit:
         raise ShardFormatError(
             f"Shard file {name} decompresses to more than the {limit:,} bytes its index entry "

@@ -22,6 +22,7 @@ from streaming.errors import (
     ShardSizeMismatchError,
     caused_by,
     decode_failure,
+    first_line,
 )
 from streaming.format.fileio import open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
@@ -299,21 +300,19 @@ class Reader(Array, ABC):
 
     def undecodable(self, idx: int, err: BaseException) -> ShardFormatError:
         """The error for sample `idx` whose bytes do not decode (a corrupt shard file)."""
-        first = str(err).strip().split("\n", 1)[0]
         return caused_by(ShardFormatError,
                          f"Sample {idx} of shard file {self._path(self.file_pairs[-1][0])} "
-                         f"cannot be decoded: {type(err).__name__}: {first}", err)
+                         f"cannot be decoded: {first_line(err)}", err)
 
     def undecodable_run(self, start: int, stop: int | None,
                         err: BaseException) -> ShardFormatError:
         """The error for a bulk read (`iter_range`) that met bytes which do not decode; bulk
         paths do not track the sample, so the message names the run."""
-        first = str(err).strip().split("\n", 1)[0]
         last = (self.samples if stop is None else min(stop, self.samples)) - 1
         return caused_by(ShardFormatError,
                          f"A sample in {start}..{last} of shard file "
                          f"{self._path(self.file_pairs[-1][0])} cannot be decoded: "
-                         f"{type(err).__name__}: {first}", err)
+                         f"{first_line(err)}", err)
 
     def iter_range(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
         """Decode samples ``start..stop-1`` in order (formats override with batched paths).

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
+from streaming.errors import first_line
+
 __all__ = ["abandon", "forksafe", "runtime_inherited"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -140,8 +142,7 @@ def _portable(err: BaseException) -> BaseException:
         pickle.loads(pickle.dumps(err))
         return err
     except Exception:
-        text = str(err).strip().split("\n", 1)[0]
-        return ConnectionError(f"{type(err).__name__}: {text}")
+        return ConnectionError(first_line(err))
 
 
 def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:

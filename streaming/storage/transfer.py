@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from streaming.atomic import discard, replacing
 from streaming.defaults import DEFAULT_TIMEOUT
-from streaming.errors import HashMismatchError, RemoteUnreachableError, StreamingError
+from streaming.errors import HashMismatchError, RemoteUnreachableError, StreamingError, first_line
 from streaming.hashing import hash_file
 from streaming.retries import backoff_pause, call_with_retries as retrying
 from streaming.storage._forksafe import abandon
@@ -60,15 +60,10 @@ class TransferTimeoutError(TransferError, TimeoutError):
     """Every attempt failed and the last one ran out of time."""
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().split("\n", 1)[0]  # SDK errors append pages of debug detail
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
 def _gave_up(what: str, attempts: int, err: Exception) -> TransferError:
     kind = TransferTimeoutError if isinstance(err, TimeoutError) else TransferError
     plural = "s" if attempts > 1 else ""
-    return kind(f"{what} failed after {attempts} attempt{plural}: {_first_line(err)}")
+    return kind(f"{what} failed after {attempts} attempt{plural}: {first_line(err)}")
 
 
 @dataclass(frozen=True)
@@ -146,7 +141,7 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
                 raise
             reconnected = True
             logger.warning("%s: connection dropped, retrying at once on a new one (not "
-                           "counted as an attempt): %s", what, _first_line(err))
+                           "counted as an attempt): %s", what, first_line(err))
             return func()
 
     def pause(attempt: int, err: Exception) -> float:
@@ -156,7 +151,7 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
 
     def log_retry(attempt: int, err: Exception, seconds: float) -> None:
         logger.warning("%s failed (attempt %d of %d), retrying in %.2f s: %s", what, attempt,
-                       retries, seconds, _first_line(err))
+                       retries, seconds, first_line(err))
 
     try:
         return retrying(attempt, attempts=retries, retry_if=is_retryable, pause=pause,

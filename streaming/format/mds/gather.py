@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from streaming.defaults import TENSOR_DTYPE_KINDS
-from streaming.errors import ShardFormatError, decode_failure
+from streaming.errors import ShardFormatError, decode_failure, first_line
 from streaming.format.encodings.arrays import NDArray
 from streaming.format.encodings.base import ViewDecoder
 from streaming.format.encodings.scalars import Int, Scalar
@@ -147,8 +147,7 @@ def gather_varied(view: memoryview, offsets: np.ndarray, columns: list[Column],
 
 def undecodable(err: BaseException) -> str:
     """The problem a decoder's own error (bad UTF-8, JSON, a short number) says about a shard."""
-    first = str(err).strip().split("\n", 1)[0]
-    return f"a sample does not decode: {type(err).__name__}: {first}"
+    return f"a sample does not decode: {first_line(err)}"
 
 
 def named_errors(samples: Iterator[dict[str, Any]],
