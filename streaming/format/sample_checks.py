@@ -3,12 +3,13 @@ of the wrong type. Shared by every format's writer; only builds exceptions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from streaming.errors import StreamingError
+from streaming.errors import StreamingError, UnsupportedColumnError
 
-__all__ = ["VALUE_ERRORS", "MissingColumnError", "check_columns", "column_value_error"]
+__all__ = ["VALUE_ERRORS", "MissingColumnError", "check_columns", "check_text_columns",
+           "column_value_error"]
 
 #: What encoding a bad value raises (OSError: Pillow's, for an image it cannot save in a format,
 #: "cannot write mode PA as PNG"); a writer catches these to name the column.
@@ -51,3 +52,19 @@ def check_columns(columns: Mapping[str, str], sample: Any) -> None:
             f"The sample has no value for column(s) {', '.join(map(repr, missing))}: this "
             f"writer's columns are {', '.join(map(repr, columns))}; the sample's keys are "
             f"{', '.join(map(repr, sample))}.") from None
+
+
+def check_text_columns(writer: str, columns: Mapping[str, str], supported: Collection[str]
+                       ) -> None:
+    """Reject a column whose type a text format (JSON lines, CSV/TSV/XSV) cannot write.
+
+    Raises:
+        UnsupportedColumnError: names the column, its encoding and the format's `supported`
+            ones (a `TypeError`, and an `AssertionError` as the reference's bare assert here).
+    """
+    for name, encoding in columns.items():
+        if encoding not in supported:
+            raise UnsupportedColumnError(
+                f"{writer} passed column `{name}` with encoding `{encoding}` is unsupported. "
+                f"Supported encodings are {sorted(supported)}"
+            )

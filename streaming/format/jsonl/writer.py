@@ -10,28 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from streaming.errors import UnsupportedColumnError
-from streaming.format.jsonl.encodings import _encodings, is_json_encoded, is_json_encoding
-from streaming.format.sample_checks import column_value_error
+from streaming.format.jsonl.encodings import _encodings, is_json_encoded
+from streaming.format.sample_checks import check_text_columns, column_value_error
 from streaming.format.writer_args import SIZE_LIMIT
 from streaming.format.writer_layouts import SplitWriter
 
 __all__ = ["JSONWriter"]
-
-
-def check_text_columns(writer: str, columns: dict[str, str], valid: Any) -> None:
-    """Reject a column whose type is not one of the text formats' ``str``/``int``/``float``.
-
-    Raises:
-        UnsupportedColumnError: names the column, its encoding and the supported ones (a
-            `TypeError`, and an `AssertionError` as the reference's bare assert here).
-    """
-    for name, encoding in columns.items():
-        if not valid(encoding):
-            raise UnsupportedColumnError(
-                f"{writer} passed column `{name}` with encoding `{encoding}` is unsupported. "
-                f"Supported encodings are {sorted(_encodings)}"
-            )
 
 
 class JSONWriter(SplitWriter):
@@ -54,7 +38,7 @@ class JSONWriter(SplitWriter):
                  out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
                  size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
-        check_text_columns("JSONWriter", columns, is_json_encoding)
+        check_text_columns("JSONWriter", columns, _encodings)
         if not isinstance(newline, str):
             raise TypeError(f"JSONWriter's newline must be a str, got {newline!r}.")
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,

@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from streaming.errors import ReservedCharacterError
-from streaming.format.jsonl.writer import check_text_columns
-from streaming.format.sample_checks import column_value_error
+from streaming.format.sample_checks import check_text_columns, column_value_error
 from streaming.format.writer_args import SIZE_LIMIT
 from streaming.format.writer_layouts import SplitWriter
-from streaming.format.xsv.encodings import _encodings, is_xsv_encoding
+from streaming.format.xsv.encodings import _encodings
 
 __all__ = ["CSVWriter", "TSVWriter", "XSVWriter"]
 
@@ -40,7 +39,7 @@ class XSVWriter(SplitWriter):
                  out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
                  size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
-        check_text_columns(type(self).__name__, columns, is_xsv_encoding)
+        check_text_columns(type(self).__name__, columns, _encodings)
         if not separator or not newline:
             raise ReservedCharacterError("The separator and the newline must be non-empty strings.")
         for name in columns:
