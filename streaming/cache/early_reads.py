@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from streaming.cache.prepare import ShardSource
-from streaming.format.mds.reader import MDSReader, offsets_in_order
+from streaming.format.mds.reader import MDSReader
+from streaming.format.offsets_table import header_bytes, offsets_in_order
 from streaming.format.reader import Reader
 from streaming.hashing import fast_hash_of
 from streaming.storage.transfer import read_range
@@ -73,7 +74,7 @@ def remote_samples(reader: Reader, source: ShardSource,
     if len(table) != 4 * (hi - lo + 1):
         return None
     offsets = np.frombuffer(table, "<u4").astype(np.int64)
-    if not offsets_in_order(offsets, reader.samples, size):
+    if not offsets_in_order(offsets, header_bytes(reader.samples), size):
         return None  # not the shard the index describes: the normal path says what is wrong
     first, last = int(offsets[0]), int(offsets[-1])
     if last - first > (size // _MAX_PART if size else _MAX_BYTES):

@@ -26,6 +26,7 @@ from streaming.errors import (
 )
 from streaming.format.fileio import open_mappings
 from streaming.format.index import FileInfo, ShardEntry, shard_path
+from streaming.format.offsets_table import SAMPLE_SPAN
 from streaming.format.read_options import ReadOptions
 from streaming.format.shard_files import RAW, ZIP, ShardFiles
 from streaming.units import bytes_to_int
@@ -275,14 +276,21 @@ class Reader(Array, ABC):
     def decode_sample(self, data: bytes | memoryview) -> dict[str, Any]:
         """Decode one sample from its bytes."""
 
-    @abstractmethod
     def get_sample_data(self, idx: int) -> memoryview:
         """The bytes of sample `idx` as a zero-copy view of the mapped shard.
+
+        Formats with an offsets table (MDS, JSONL, CSV/TSV) share this: their mapped state
+        (`_load`) holds the table as ``table`` and the data file as ``view``. Others override.
 
         Raises:
             IndexError: `idx` is outside ``[0, samples)``.
             FileNotFoundError: the raw file is not present locally.
         """
+        if not 0 <= idx < self.samples:
+            self._check_index(idx, self.file_pairs[-1][0].basename)
+        state = self._state or self._opened()
+        begin, end = SAMPLE_SPAN.unpack_from(state.table, 4 + 4 * idx)
+        return state.view[begin:end]
 
     def get_item(self, idx: int) -> dict[str, Any]:
         """Sample `idx`, decoded.

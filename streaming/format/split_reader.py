@@ -5,19 +5,17 @@ like every shard (see `streaming.format.reader`).
 
 from __future__ import annotations
 
-import struct
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from streaming.format.fileio import map_file, open_regular
 from streaming.format.index import FileInfo
+from streaming.format.offsets_table import read_offsets
 from streaming.format.reader import Reader
 
 __all__ = ["SplitReader"]
-
-_UINT32 = struct.Struct("<I")
-_PAIR = struct.Struct("<II")
 
 
 class SplitReader(Reader):
@@ -44,28 +42,9 @@ class SplitReader(Reader):
         data = map_file(self._path(self.raw_data))
         self._check_size(self.raw_meta, len(meta))
         self._check_size(self.raw_data, len(data))
-        if len(meta) < 8:
-            raise self._corrupt(self.raw_meta, f"{len(meta)} bytes is too short for a header.")
-        num = _UINT32.unpack_from(meta, 0)[0]
-        if num != self.samples:
-            raise self._corrupt(
-                self.raw_meta, f"its header says {num} samples, the index {self.samples}.")
-        if len(meta) < 8 + 4 * num:
-            raise self._corrupt(self.raw_meta, f"{len(meta)} bytes cannot hold {num} offsets.")
-        offsets = np.frombuffer(meta, "<u4", num + 1, 4)
-        if offsets[-1] > len(data) or (np.diff(offsets.astype(np.int64)) < 0).any():
-            raise self._corrupt(
-                self.raw_meta,
-                f"sample offsets are out of order or past the {len(data)} bytes of "
-                f"{self.raw_data.basename}.")
+        offsets = read_offsets(meta, self.samples, 0, len(data), self.raw_data.basename,
+                               partial(self._corrupt, self.raw_meta))
         return _SplitMapped(memoryview(data), meta, offsets)
-
-    def get_sample_data(self, idx: int) -> memoryview:
-        if not 0 <= idx < self.samples:
-            self._check_index(idx, self.raw_data.basename)
-        state = self._state or self._opened()
-        begin, end = _PAIR.unpack_from(state.meta, 4 + 4 * idx)
-        return state.view[begin:end]
 
     def _block_lines(self, start: int, stop: int, newline: str) -> str | None:
         """The text of samples ``start..stop-1`` if each is exactly one `newline`-ended line.
@@ -91,5 +70,5 @@ class SplitReader(Reader):
 
 class _SplitMapped(NamedTuple):
     view: memoryview  # the whole data file
-    meta: bytes  # the whole meta file
-    offsets: np.ndarray  # (n + 1,) uint32 offsets into the data file, a view of `meta`
+    table: bytes  # the whole meta file: the offsets table (`Reader.get_sample_data`)
+    offsets: np.ndarray  # (n + 1,) uint32 offsets into the data file, a view of `table`

@@ -43,12 +43,11 @@ from streaming.format.mds.gather import (
 )
 from streaming.format.mds.large_reads import buffered_samples, pread_samples
 from streaming.format.mds.read_plan import PREAD_MIN, Column
+from streaming.format.offsets_table import header_bytes, read_offsets
 from streaming.format.reader import JointReader
 
 __all__ = ["MDSReader"]
 
-_UINT32 = struct.Struct("<I")
-_PAIR = struct.Struct("<II")
 # A sequential block is mapped in (MADV_POPULATE_READ, which also reads pages missing from the
 # page cache) before its first sample is yielded, so its bytes bound the latency to that sample
 # and the page-table work done ahead. Values are copied lazily, one sample at a time, so the
@@ -60,12 +59,6 @@ _BLOCK_MAX = 4096  # ... and at most this many samples (tiny samples)
 # many on: it costs ~25 us a block and saves ~0.7 us a sample (2 KB texts) over decoding each
 # sample alone; the runs of a dataset read one sample at a time (`batch_size` 1) are shorter.
 _VARIED_MIN = 64
-def offsets_in_order(offsets: np.ndarray, samples: int, size: int) -> bool:
-    """Whether sample offsets (a shard's n + 1, or a run of them) start after the header of a
-    shard of `samples` samples, end within its `size` bytes (0: not known) and never go back."""
-    wide = offsets.astype(np.int64)
-    return bool(wide[0] >= 8 + 4 * samples and (not size or wide[-1] <= size)
-                and (np.diff(wide) >= 0).all())
 
 
 def _describe_size(size: int | None) -> str:
@@ -96,6 +89,7 @@ class _Rows(NamedTuple):
 
 class _Mapped(NamedTuple):
     view: memoryview  # the whole shard file
+    table: memoryview  # the same: its offsets table opens it (`Reader.get_sample_data`)
     offsets: np.ndarray  # (n + 1,) uint32 absolute sample offsets, a view of the header
     identity: FileIdentity  # of the file mapped, so a pread never reads a newer file
 
@@ -196,31 +190,15 @@ class MDSReader(JointReader):
         buf, identity = map_file_identified(self._path(self.raw_data))
         size = len(buf)
         self._check_size(self.raw_data, size)
-        if size < 8:
-            raise self._corrupt(self.raw_data, f"{size} bytes is too short for a header.")
-        num = _UINT32.unpack_from(buf, 0)[0]
-        if num != self.samples:
-            raise self._corrupt(
-                self.raw_data, f"its header says {num} samples, the index {self.samples}.")
-        if size < 8 + 4 * num:
-            raise self._corrupt(self.raw_data, f"{size} bytes cannot hold {num} offsets.")
-        offsets = np.frombuffer(buf, "<u4", num + 1, 4)
-        if not offsets_in_order(offsets, num, size):
-            raise self._corrupt(
-                self.raw_data, f"sample offsets are out of order or past its {size} bytes.")
-        return _Mapped(memoryview(buf), offsets, identity)
+        offsets = read_offsets(buf, self.samples, header_bytes(self.samples), size,
+                               self.raw_data.basename, partial(self._corrupt, self.raw_data))
+        view = memoryview(buf)
+        return _Mapped(view, view, offsets, identity)
 
     def offsets_span(self, start: int, stop: int) -> tuple[int, int]:
         """The bytes of the shard file holding the offsets of samples ``start..stop - 1``, both
         ends of each (``stop - start + 1`` values): for reading them from a remote copy."""
         return 4 + 4 * start, 8 + 4 * stop
-
-    def get_sample_data(self, idx: int) -> memoryview:
-        if not 0 <= idx < self.samples:
-            self._check_index(idx, self.raw_data.basename)
-        view = (self._state or self._opened()).view
-        begin, end = _PAIR.unpack_from(view, 4 + 4 * idx)
-        return view[begin:end]
 
     def decode_sample(self, data: bytes | memoryview) -> dict[str, Any]:
         """Decode one sample's bytes into ``{column: value}`` (columns in shard order).
