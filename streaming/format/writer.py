@@ -270,21 +270,7 @@ class Writer(ABC):
             if self._finished:
                 return
             self._finished = True
-            complete = False
-            try:
-                self._check_sink()
-                if self._sizes:
-                    self.flush_shard()
-                    self._reset_cache()
-                self._write_index()
-                self.cloud_writer.finish()
-                complete = True
-            except BaseException:
-                self.event.set()
-                self.cloud_writer.abort()
-                raise
-            finally:
-                self._clean_local(complete)
+            self._publish(after_error=False)
 
     def _finish_after_error(self) -> None:
         """Keep every sample `write` accepted: flush the buffer as a last shard and publish the
@@ -299,24 +285,32 @@ class Writer(ABC):
             if self._finished:
                 return
             self._finished = True
-            self._publish_after_error()
+            self._publish(after_error=True)
 
-    def _publish_after_error(self) -> None:
+    def _publish(self, after_error: bool) -> None:
+        """Flush the buffered samples, publish the index once every transfer is done, and
+        clean up either way. `after_error`: log what fails instead of raising it, and publish
+        the shards before a last one that cannot be written."""
         complete = False
         try:
             self._check_sink()
             if self._sizes:
                 try:
                     self.flush_shard()
-                except Exception as err:  # the shards before it still get their index
+                except Exception as err:
+                    if not after_error:
+                        raise
                     logger.error("Could not write the last shard after an error: %s", err)
             self._reset_cache()
             self._write_index()
             self.cloud_writer.finish()
             complete = True
-        except BaseException as err:  # the caller's exception is the one that matters
-            logger.error("Could not write the index after an error: %s", err)
+        except BaseException as err:
+            self.event.set()
             self.cloud_writer.abort()
+            if not after_error:
+                raise
+            logger.error("Could not write the index after an error: %s", err)
         finally:
             self._clean_local(complete)
 

@@ -56,9 +56,6 @@ class SplitWriter(Writer):
     Only the data lines count against `size_limit` (no per-shard or per-sample extras).
     """
 
-    extra_bytes_per_shard = 0
-    extra_bytes_per_sample = 0
-
     def __init__(self, *, out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
                  size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:

@@ -71,7 +71,6 @@ class MDSWriter(JointWriter):
     """
 
     format = "mds"
-    extra_bytes_per_sample = 4  # the sample's offset entry
 
     def __init__(self, *, columns: dict[str, str], out: str | tuple[str, str],
                  keep_local: bool = False, compression: str | None = None,
@@ -79,7 +78,9 @@ class MDSWriter(JointWriter):
                  **kwargs: Any) -> None:
         plan = plan_columns(columns)  # before any directory is touched
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
-                         size_limit=size_limit, extra_bytes_per_sample=4, **kwargs)
+                         size_limit=size_limit,
+                         extra_bytes_per_sample=4,  # the sample's offset entry
+                         **kwargs)
         self.columns = columns
         self.column_names = [column.name for column in plan]
         self.column_encodings = [column.encoding for column in plan]
