@@ -46,7 +46,7 @@ class Catalog:
                        for g in shards_per_stream_lists)
         sizes = [group.samples for group in groups]
         layout = StreamLayout.from_shard_sizes(sizes)
-        samples_per_stream = np.array([int(s.sum()) for s in sizes], np.int64)
+        samples_per_stream = layout.samples_per_stream
         return cls(
             shards=ShardReaders.concat(groups),
             groups=groups,

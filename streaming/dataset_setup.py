@@ -93,8 +93,7 @@ def derive_table(catalog: Catalog, streams: Sequence[Stream], config: DatasetCon
     """Every stream's proportion, repeat and choose, recorded on the streams as well (the
     reference's `Stream.apply_weights` does, and user code reads them there)."""
     table = StreamTable.derive(
-        [catalog.samples_per_shard[catalog.stream_slice(i)] for i in range(len(streams))],
-        [stream.given_weights for stream in streams], config.order.epoch_size,
+        catalog.layout, [stream.given_weights for stream in streams], config.order.epoch_size,
         config.order.shuffle_seed)
     for stream, weights in zip(streams, table.weights):
         stream.derived_weights = weights

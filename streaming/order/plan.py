@@ -5,7 +5,7 @@ or a derivation (stream weights, `epoch_seed_change`, the lazy `num_canonical_no
 `shuffle_block_size`) is written once:
 
     options = OrderOptions(shuffle=True, batch_size=32, ...)           # checked on creation
-    streams = StreamTable.derive(shard_sizes, weights, options)        # weights -> chooses
+    streams = StreamTable.derive(layout, weights, epoch_size, seed)    # weights -> chooses
     resolution, epoch, offset = resolve_epoch(options.start(), checkpoint, epoch, nodes, algo)
     ids = plan(options, streams, resolution, world, epoch, offset)
 
@@ -104,12 +104,12 @@ class StreamTable:
     epoch_size: int
 
     @classmethod
-    def derive(cls, shard_sizes: Sequence[Sequence[int] | NDArray[np.int64]],
-               given: Sequence[StreamWeights], epoch_size: int | None, seed: int) -> StreamTable:
-        """Lay out the streams' shards and derive their weights (`apply_weights`).
+    def derive(cls, layout: StreamLayout, given: Sequence[StreamWeights],
+               epoch_size: int | None, seed: int) -> StreamTable:
+        """Derive the streams' weights (`apply_weights`) over their shards' layout.
 
         Args:
-            shard_sizes: per stream, the sample count of each of its shards.
+            layout: the streams' shards (`StreamLayout.from_shard_sizes`, or a catalog's).
             given: per stream, the weight it was given (at most one of the three).
             epoch_size: requested samples per epoch, or None.
             seed: the constructor's shuffle seed (it places the rounding shortfall).
@@ -117,9 +117,7 @@ class StreamTable:
         Raises:
             ValueError: weights `Stream`/`StreamingDataset` refuse (see `apply_weights`).
         """
-        layout = StreamLayout.from_shard_sizes(shard_sizes)
-        per_stream = np.array([int(np.sum(sizes)) for sizes in shard_sizes], np.int64)
-        derived, size = apply_weights(list(given), per_stream, epoch_size, seed)
+        derived, size = apply_weights(list(given), layout.samples_per_stream, epoch_size, seed)
         return cls(layout, tuple(derived), size)
 
 

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from streaming.order.checkpoint import Checkpoint
 from streaming.order.plan import OrderOptions, Resolution, StreamTable, plan, resolve_epoch
+from streaming.order.resample import StreamLayout
 from streaming.order.weighting import StreamWeights, check_stream_weights
 from streaming.order.world import World
 
@@ -83,7 +84,7 @@ def plan_request(request: PlanRequest) -> PlannedEpoch:
         raise ValueError("No stream to plan.")
     options = request.options
     streams = StreamTable.derive(
-        [stream.shard_sizes for stream in request.streams],
+        StreamLayout.from_shard_sizes([stream.shard_sizes for stream in request.streams]),
         [StreamWeights(s.proportion, s.repeat, s.choose) for s in request.streams],
         options.epoch_size, options.shuffle_seed)
     # As a resumed run: the epoch and position given, the initial nodes of the first run.

@@ -37,6 +37,14 @@ class StreamLayout(NamedTuple):
         counts = np.array([len(stream) for stream in shard_sizes], np.int64)
         return cls(sizes, exclusive_cumsum(sizes), exclusive_cumsum(counts), counts)
 
+    @property
+    def samples_per_stream(self) -> NDArray[np.int64]:
+        """Each stream's sample count (0 for a stream without shards)."""
+        ends = np.zeros(len(self.samples_per_shard) + 1, np.int64)
+        np.cumsum(self.samples_per_shard, out=ends[1:])
+        first = self.shard_offset_per_stream
+        return ends[first + self.shards_per_stream] - ends[first]
+
 
 def exclusive_cumsum(values: NDArray[np.int64]) -> NDArray[np.int64]:
     """Where each item starts when items of these sizes are laid end to end."""

@@ -237,3 +237,14 @@ def test_orig_groups_of_nodes_equal_the_node_by_node_layout(
         assert grouped == alone  # the same error either way
     else:
         np.testing.assert_array_equal(grouped, alone)
+
+
+@given(st.lists(st.lists(st.integers(0, 50), max_size=6), min_size=1, max_size=6))
+@settings(max_examples=100, deadline=None)
+def test_layout_counts_each_streams_samples(shard_sizes: list[list[int]]) -> None:
+    """The weights are derived from these counts: a stream without shards counts 0, and each
+    stream's count is its own shards' only."""
+    from streaming.order.resample import StreamLayout
+
+    counts = StreamLayout.from_shard_sizes(shard_sizes).samples_per_stream
+    assert counts.tolist() == [sum(sizes) for sizes in shard_sizes]
