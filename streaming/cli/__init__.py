@@ -46,14 +46,18 @@ def _run(cli: Any, argv: Sequence[str] | None) -> Any:
     """`cli`'s exit code; what it raises becomes a message and an exit code of ours."""
     import click
 
+    from streaming.cli.output import report_error
+
+    args = list(argv) if argv is not None else sys.argv[1:]
+    as_json = "--json" in args[:args.index("--")] if "--" in args else "--json" in args
     try:
-        return cli.main(args=list(argv) if argv is not None else None, prog_name="streaming",
-                        standalone_mode=False)
+        return cli.main(args=args, prog_name="streaming", standalone_mode=False)
     except click.exceptions.Abort:  # click turns KeyboardInterrupt into Abort
         click.echo("Aborted!", err=True)
         sys.exit(_INTERRUPTED)
     except click.ClickException as err:  # usage errors: 2
-        err.show()
+        report_error(err.format_message(), err.exit_code, as_json, stderr=False)
+        err.show()  # with the usage line
         sys.exit(err.exit_code)
     except BrokenPipeError:  # `streaming head ds | head -1`: the reader left, nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -62,8 +66,8 @@ def _run(cli: Any, argv: Sequence[str] | None) -> Any:
         if os.environ.get("STREAMING_DEBUG"):
             raise
         first = (str(err).strip().splitlines() or [""])[0][:500]
-        click.echo(f"Error: {type(err).__name__}: {first} (STREAMING_DEBUG=1 shows the "
-                   f"traceback)", err=True)
+        report_error(f"{type(err).__name__}: {first} (STREAMING_DEBUG=1 shows the traceback)",
+                     1, as_json)
         sys.exit(1)
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import click
 import numpy as np
 
-__all__ = ["BYTE_COUNT", "emit", "fail", "human_bytes", "json_option", "reason", "summarise",
-           "to_json", "unsafe_option"]
+__all__ = ["BYTE_COUNT", "emit", "fail", "human_bytes", "json_option", "reason",
+           "report_error", "summarise", "to_json", "unsafe_option"]
 
 _PREVIEW = 8  # array values / bytes shown in a summary
 
@@ -77,11 +77,34 @@ def reason(err: BaseException) -> str:
 
 
 def fail(message: str, code: int = 1) -> None:
-    """Print an error and exit with `code` (1: the data is bad or missing; 2 is click's usage)."""
+    """Print an error and exit with `code` (1: the data is bad or missing; 2 is click's usage).
+
+    With ``--json`` the error is also the one JSON document on stdout (`report_error`).
+    """
+    ctx = click.get_current_context(silent=True)
+    report_error(message, code, bool(ctx and _json_asked(ctx)))
+    sys.exit(code)
+
+
+def report_error(message: str, code: int, as_json: bool, stderr: bool = True) -> None:
+    """Say `message` on stderr (unless the caller does); for ``--json``, also print
+    ``{"error": ..., "exit_code": ...}`` on stdout, so a script reading stdout gets one
+    document whether the command worked or not."""
     from streaming.storage.urls import redact_text
 
-    click.echo(f"Error: {redact_text(message)}", err=True)
-    sys.exit(code)
+    message = redact_text(message)
+    if as_json:
+        click.echo(to_json({"error": message, "exit_code": code}, indent=2))
+    if stderr:
+        click.echo(f"Error: {message}", err=True)
+
+
+def _json_asked(ctx: click.Context) -> bool:
+    while ctx is not None:
+        if ctx.params.get("as_json"):
+            return True
+        ctx = ctx.parent  # type: ignore[assignment]
+    return False
 
 
 def human_bytes(count: int | float | None) -> str:

@@ -275,3 +275,20 @@ def test_an_error_no_command_foresaw_is_one_line_unless_debugging(
     monkeypatch.setenv("STREAMING_DEBUG", "1")
     with pytest.raises(RuntimeError, match="nobody planned"):
         main(["inspect", "/nowhere"])
+
+
+def test_json_errors_are_json_on_stdout(cli: Callable, tmp_path: Any) -> None:
+    """A script reading `--json` output gets one document when the command fails too, with the
+    exit code; the words stay on stderr. Before, stdout was empty and only stderr spoke."""
+    missing = str(tmp_path / "missing")
+    for run, code, needle in (
+            (cli("inspect", missing, "--json"), 1, "no index.json"),  # a command's own `fail`
+            (cli("inspect", "--json", "--bogus"), 2, "No such option"),  # usage: click's
+            (cli("head", missing, "--json"), 1, "no index.json"),
+    ):
+        assert run.code == code, run.err
+        document = _strict(run.out)
+        assert document["exit_code"] == code and needle in document["error"], document
+        assert needle in run.err and "Traceback" not in run.err
+    plain = cli("inspect", missing)
+    assert plain.out == "" and plain.code == 1  # without --json, stdout stays empty
