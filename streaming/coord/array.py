@@ -1,8 +1,9 @@
-"""A fixed-shape numpy array in a named shared-memory block (create-or-attach, zero-copy).
+"""A fixed-shape numpy array in a named shared-memory block (zero-copy).
 
 Picklable by name: a copy in another process (spawned or forked DataLoader worker) re-attaches
-lazily on first use, after asking its owner (a namespace) to register the process. Creation sizes
-the block exactly; attaching checks the size, so two layouts under one name fail loudly.
+lazily on first use, after asking its owner (a namespace) to register the process. The namespace
+creates each block at exactly its size; attaching checks the size, so two layouts under one name
+fail loudly.
 """
 
 from __future__ import annotations
@@ -37,54 +38,31 @@ def as_shape(shape: int | tuple[int, ...] | list[int]) -> tuple[int, ...]:
 class SharedArray:
     """A numpy array whose memory is one shared-memory block."""
 
-    def __init__(
-        self,
-        name: str,
-        dtype: DTypeLike,
-        shape: int | tuple[int, ...],
-        *,
-        create: bool | None = None,
-        fill: Any = None,
-        owner: Attachable | None = None,
-        block: ShmBlock | None = None,
-    ) -> None:
-        """Create or attach the block now, in this process.
+    def __init__(self, block: ShmBlock, dtype: DTypeLike, shape: int | tuple[int, ...], *,
+                 owner: Attachable | None = None) -> None:
+        """Wrap a block mapped in this process.
+
+        Blocks are made in one place, `Namespace.array` (under its registry lock, filled by
+        their creator); copies in other processes attach by name on first use (`numpy`).
 
         Args:
-            name: The block name.
+            block: The mapped block; its size must hold `shape` of `dtype`.
             dtype: Element type; any fixed-size numpy dtype.
             shape: Array shape.
-            create: True to create (fails if it exists), False to attach (fails if missing),
-                None to attach if present else create.
-            fill: Value written into every element when this call creates the block.
             owner: Registers each new process before it re-attaches (see `Attachable`).
-            block: An already mapped block to wrap (used by namespaces, which create blocks under
-                their registry lock); `create` and `fill` are then ignored.
         """
-        self.name = name
+        self.name = block.name
         self.dtype = np.dtype(dtype)
         self.shape = as_shape(shape)
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+        if block.size < self.nbytes:
+            raise ValueError(f"Shared memory {block.name!r} holds {block.size} bytes, not the "
+                             f"{self.nbytes} of a {self.dtype} array of shape {self.shape}.")
         self._owner = owner
-        if block is None:
-            block = self._open(create)
-            if block.created and fill is not None:
-                np.frombuffer(block.buf, self.dtype, self._count())[:] = fill
         self._set_block(block)
 
     def _count(self) -> int:
         return self.nbytes // self.dtype.itemsize
-
-    def _open(self, create: bool | None) -> ShmBlock:
-        size = max(self.nbytes, 1)  # zero-byte mappings are impossible; one spare byte is harmless
-        if create is True:
-            return ShmBlock.create(self.name, size)
-        if create is False:
-            return ShmBlock.attach(self.name, size)
-        try:
-            return ShmBlock.create(self.name, size)
-        except FileExistsError:
-            return ShmBlock.attach(self.name, size)
 
     def _set_block(self, block: ShmBlock | None) -> None:
         self._block = block

@@ -219,7 +219,7 @@ class Namespace:
 
         block = self._create_or_attach(obj, max(count * dtype.itemsize, 1), init,
                                        reserve=fill != 0 and count > 0)  # written whole now
-        return SharedArray(block.name, dtype, shape, owner=self, block=block)
+        return SharedArray(block, dtype, shape, owner=self)
 
     def scalar(self, obj: str, dtype: DTypeLike = np.int64, *, fill: Any = 0) -> SharedScalar:
         """A shared single value `obj`."""

@@ -7,6 +7,7 @@ import os
 import pickle
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -121,17 +122,27 @@ def test_block_create_attach_size_and_permissions() -> None:
         ShmBlock.attach(name)
 
 
-def test_shared_array_create_attach_fill_and_pickle(ctx: mp.context.BaseContext) -> None:
+def _new_array(name: str, dtype: Any, shape: tuple[int, ...], fill: int = 0) -> SharedArray:
+    """A block made as a namespace makes one (see `Namespace.array`), wrapped."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    arr = SharedArray(ShmBlock.create(name, size), dtype, shape)
+    arr.numpy()[...] = fill
+    return arr
+
+
+def test_shared_array_attach_and_pickle(ctx: mp.context.BaseContext) -> None:
     name = _name(f"arr_{ctx.get_start_method()}")
-    arr = SharedArray(name, np.uint64, (2, 3), create=True, fill=5)
+    arr = _new_array(name, np.uint64, (2, 3), fill=5)
     try:
         assert arr.created and arr.numpy().tolist() == [[5] * 3] * 2
-        same = SharedArray(name, np.uint64, (2, 3))  # attach: no refill
+        same = SharedArray(ShmBlock.attach(name, 48), np.uint64, (2, 3))
         assert not same.created
         same[1, 2] = 9
         assert arr[1, 2] == 9 and len(arr) == 2
-        with pytest.raises(CoordinationError):
-            SharedArray(name, np.uint64, (3, 3), create=False)
+        with pytest.raises(CoordinationError):  # another layout under the name
+            ShmBlock.attach(name, 72)
+        with pytest.raises(ValueError, match="holds 48 bytes, not the 72"):
+            SharedArray(ShmBlock.attach(name), np.uint64, (3, 3))
         clone = pickle.loads(pickle.dumps(arr))
         assert clone.numpy().tolist() == arr.numpy().tolist()
         proc = ctx.Process(target=_bump, args=(arr,))
@@ -151,7 +162,7 @@ def _bump(arr: SharedArray) -> None:
 
 def test_lock_mutual_exclusion_across_processes(tmp_path, ctx: mp.context.BaseContext) -> None:
     lock = FileLock(str(tmp_path / "x.lock"), timeout=20)
-    counter = SharedArray(_name(f"ctr_{ctx.get_start_method()}"), np.int64, 1, create=True)
+    counter = _new_array(_name(f"ctr_{ctx.get_start_method()}"), np.int64, (1,))
     try:
         procs = [ctx.Process(target=lock_increments, args=(lock, counter, 150)) for _ in range(3)]
         for p in procs:
