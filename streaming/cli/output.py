@@ -76,25 +76,28 @@ def reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1, details: dict[str, Any] | None = None) -> None:
     """Print an error and exit with `code` (1: the data is bad or missing; 2 is click's usage).
 
-    With ``--json`` the error is also the one JSON document on stdout (`report_error`).
+    With ``--json`` the error is also the one JSON document on stdout (`report_error`), with
+    `details` (what the command found before failing) in it.
     """
     ctx = click.get_current_context(silent=True)
-    report_error(message, code, bool(ctx and _json_asked(ctx)))
+    report_error(message, code, bool(ctx and _json_asked(ctx)), details=details)
     sys.exit(code)
 
 
-def report_error(message: str, code: int, as_json: bool, stderr: bool = True) -> None:
+def report_error(message: str, code: int, as_json: bool, stderr: bool = True,
+                 details: dict[str, Any] | None = None) -> None:
     """Say `message` on stderr (unless the caller does); for ``--json``, also print
-    ``{"error": ..., "exit_code": ...}`` on stdout, so a script reading stdout gets one
-    document whether the command worked or not."""
+    ``{"error": ..., "exit_code": ..., **details}`` on stdout, so a script reading stdout gets
+    one document whether the command worked or not."""
     from streaming.storage.urls import redact_text
 
     message = redact_text(message)
     if as_json:
-        click.echo(to_json({"error": message, "exit_code": code}, indent=2))
+        click.echo(redact_text(to_json({"error": message, "exit_code": code, **(details or {})},
+                                       indent=2)))
     if stderr:
         click.echo(f"Error: {message}", err=True)
 

@@ -201,11 +201,10 @@ def merge_index_command(root: str, remote: str | None, drop_local: bool, strict:
     finally:
         merge_log.setLevel(level)
     if not report.partitions:
-        if as_json:
-            emit({"merged": 0, "skipped": report.skipped}, True, str)
         for name, why in report.skipped.items() if not as_json else ():
             click.echo(f"skipped {name}: {why}", err=True)
-        fail(f"no complete sub-dataset with an index.json under {root}")
+        fail(f"no complete sub-dataset with an index.json under {root}",
+             details={"merged": 0, "skipped": report.skipped})
     emit({"index": report.index_path, "remote_index": report.remote_index,
           "partitions": report.partitions, "shards": report.shards, "samples": report.samples,
           "skipped": report.skipped, "retired": report.retired}, as_json,

@@ -285,6 +285,7 @@ def test_json_errors_are_json_on_stdout(cli: Callable, tmp_path: Any) -> None:
             (cli("inspect", missing, "--json"), 1, "no index.json"),  # a command's own `fail`
             (cli("inspect", "--json", "--bogus"), 2, "No such option"),  # usage: click's
             (cli("head", missing, "--json"), 1, "no index.json"),
+            (cli("merge-index", missing, "--json"), 1, "no complete sub-dataset"),
     ):
         assert run.code == code, run.err
         document = _strict(run.out)
@@ -292,3 +293,5 @@ def test_json_errors_are_json_on_stdout(cli: Callable, tmp_path: Any) -> None:
         assert needle in run.err and "Traceback" not in run.err
     plain = cli("inspect", missing)
     assert plain.out == "" and plain.code == 1  # without --json, stdout stays empty
+    # What the command found before failing is in the one document (was a second one).
+    assert _strict(cli("merge-index", missing, "--json").out)["merged"] == 0
