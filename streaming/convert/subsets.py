@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.convert.column_values import table_rows
 from streaming.convert.columns import ConversionError, infer_columns
+from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import MergeReport, merge_partitions
@@ -51,6 +52,7 @@ class WritePlan:
     remote: str | None  # the output root URL, or None (local only)
     job: str  # 8 hex digits naming this job's sub-datasets
     writer_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    replaced: tuple[str, ...] = ()  # the remote's sub-datasets the committed index replaces
 
     @property
     def out(self) -> Any:
@@ -114,7 +116,8 @@ def plan_write(out: Any, *, exist_ok: bool, writer_kwargs: Mapping[str, Any]) ->
                   **writer_kwargs).cancel_future_jobs()
     if local is not None:
         os.makedirs(local, exist_ok=True)
-    return WritePlan(local, remote, uuid.uuid4().hex[:8], dict(writer_kwargs))
+    replaced = tuple(parts_of_index(remote)) if found and remote is not None else ()
+    return WritePlan(local, remote, uuid.uuid4().hex[:8], dict(writer_kwargs), replaced)
 
 
 def check_columns(columns: Mapping[str, str], expected: Mapping[str, str] | None,
@@ -233,16 +236,40 @@ def commit(plan: WritePlan, results: Sequence[SubsetResult | None]) -> MergeRepo
         check_columns(result.columns, first.columns, f"task {result.task}")
     report = merge_partitions([r.index for r in done], plan.out, keep_local=True,
                               download_timeout=60, strict=True)
-    _drop_stale(plan, {r.name for r in done})
+    names = {r.name for r in done}
+    _drop_stale(plan, names)
+    if plan.remote is not None:  # what the remote keeps (it is never deleted from) is marked
+        retire_parts(plan.remote, [old for old in plan.replaced if old not in names],
+                     "a later conversion replaced this dataset")
+        retire_parts(plan.remote, [name for name in _job_parts(plan) if name not in names],
+                     "an attempt of a conversion task that another attempt replaced")
     logger.info("committed %d sub-datasets (%d rows) to %s", len(done),
                 sum(r.rows for r in done), plan.out)
     return report
 
 
 def abandon(plan: WritePlan) -> None:
-    """After a failed job: delete this job's local sub-datasets; the old index is untouched."""
-    if plan.local is None:
-        return
-    for entry in os.scandir(plan.local):
-        if entry.is_dir() and entry.name.startswith(f"{plan.job}-"):
-            shutil.rmtree(entry.path, ignore_errors=True)
+    """After a failed job: delete this job's local sub-datasets and mark those its tasks
+    uploaded (each has an index of its own, so a later `merge_index` of the remote would
+    otherwise publish them); the old index is untouched."""
+    if plan.local is not None:
+        for entry in os.scandir(plan.local):
+            if entry.is_dir() and entry.name.startswith(f"{plan.job}-"):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    if plan.remote is not None:
+        try:
+            parts = _job_parts(plan)
+        except Exception as err:  # noqa: BLE001 - the job's own error is the one to raise
+            logger.warning("Could not list %s to mark the failed job's sub-datasets (%s): "
+                           "delete %s/%s-* before merging it.", plan.remote, err,
+                           plan.remote.rstrip("/"), plan.job)
+            return
+        retire_parts(plan.remote, parts, "the conversion that wrote it failed")
+
+
+def _job_parts(plan: WritePlan) -> list[str]:
+    """The sub-dataset folders this job's task attempts left at the remote."""
+    assert plan.remote is not None
+    listed = open_store(plan.remote).list(f"{plan.job}-")
+    return sorted({path.split("/", 1)[0] for path in listed
+                   if "/" in path and _SUBSET_NAME.match(path.split("/", 1)[0])})

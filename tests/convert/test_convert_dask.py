@@ -80,6 +80,31 @@ def test_remote_output_on_s3(dask_client: Any, engine_s3: Any, tmp_path: Any,
     assert sorted(int(s["id"]) for s in stream) == list(range(300))
 
 
+def test_merging_the_remote_again_never_brings_back_a_replaced_or_failed_job(
+        dask_client: Any, tmp_path: Any) -> None:
+    """The remote keeps every sub-dataset a job uploaded (nothing there is deleted): those of a
+    dataset replaced with `exist_ok` and of a job that failed are marked, so `merge_index` of
+    the remote leaves them out. (Before, a re-merge published the old rows with the new.)"""
+    from streaming import StreamingDataset
+    from streaming.merge import merge_root
+
+    def ids(cache: str) -> list[int]:
+        dataset = StreamingDataset(remote=remote, local=str(tmp_path / cache), batch_size=1)
+        return sorted(int(dataset[i]["id"]) for i in range(dataset.num_samples))
+
+    remote = f"file://{tmp_path}/remote"
+    to_mds(dd.from_pandas(pd.DataFrame({"id": range(4), "s": list("abcd")}), npartitions=2),
+           remote)
+    bad = pd.DataFrame({"id": [10, 11, 12, 13], "s": ["a", "b", None, "d"]})
+    with pytest.raises(ConversionError, match="null"):  # the first partition may finish
+        to_mds(dd.from_pandas(bad, npartitions=2, sort=False), remote, exist_ok=True)
+    assert ids("c1") == [0, 1, 2, 3]
+    to_mds(dd.from_pandas(pd.DataFrame({"id": [100, 101], "s": list("xy")}), npartitions=1),
+           remote, exist_ok=True)
+    merge_root(remote)
+    assert ids("c2") == [100, 101]
+
+
 def test_partitions_with_different_schemas_are_refused(dask_client: Any, tmp_path: Any) -> None:
     out = str(tmp_path / "out")
     parts = [dask.delayed(pd.DataFrame)({"id": [1, 2], "x": [1, 2]}),
