@@ -1,8 +1,11 @@
 """`dataframe_to_mds`: a Spark DataFrame -> MDS, one sub-dataset per partition, then one index.
 
-Same signature, defaults, errors and layout as the reference (spec §2.16): every partition
-writes ``<out>/<taskAttemptId>/`` on its executor (uploading there when `out` is remote) and the
-driver merges the sub-indexes. Without `udf_iterable` partitions arrive as Arrow record batches
+Same signature, defaults, errors and local layout as the reference (spec §2.16): every
+partition writes ``<out>/<taskAttemptId>/`` on its executor (``<remote>/<run>-<taskAttemptId>/``
+when `out` is remote, so no run writes over the files of the dataset it replaces) and the driver
+merges the sub-indexes. A replaced remote dataset's folders, and those of a failed run, are
+marked retired (`streaming.convert.retire`), so `merge_index` of the remote never publishes them
+again. Without `udf_iterable` partitions arrive as Arrow record batches
 (`mapInArrow`) and are written column-wise (`streaming.convert.columns`) instead of going
 through pandas and a dict per row. A failed task attempt leaves no index behind.
 """
@@ -14,14 +17,17 @@ import logging
 import os
 import shutil
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streaming.convert.column_values import table_rows
+from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.convert.spark_schema import SPARK_TO_MDS, infer_dataframe_schema, is_json_compatible
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import merge_partitions
+from streaming.storage import open_store
 from streaming.storage.sink import open_sink
 
 __all__ = ["SPARK_TO_MDS", "dataframe_to_mds", "infer_dataframe_schema", "is_json_compatible"]
@@ -31,14 +37,14 @@ logger = logging.getLogger(__name__)
 _RESULT_FIELDS = ("mds_path_local", "mds_path_remote")
 
 
-def _partition_out(mds_path: tuple[str, str]) -> tuple[Any, tuple[str, str]]:
+def _partition_out(mds_path: tuple[str, str], prefix: str) -> tuple[Any, tuple[str, str]]:
     """This task attempt's writer `out` and its ``(local, remote or '')`` index paths."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     if context is None:
         raise RuntimeError("TaskContext.get() returns None")
-    name = str(context.taskAttemptId())
+    name = f"{prefix}{context.taskAttemptId()}"
     local = os.path.join(mds_path[0], name)
     if not mds_path[1]:
         return local, (os.path.join(local, get_index_basename()), "")
@@ -61,7 +67,7 @@ def _write_partition(kwargs: dict[str, Any], out: Any,
         raise
 
 
-def _arrow_task(mds_path: tuple[str, str], kwargs: dict[str, Any]
+def _arrow_task(mds_path: tuple[str, str], prefix: str, kwargs: dict[str, Any]
                 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The `mapInArrow` function: record batches in, one row of index paths out."""
     columns = kwargs["columns"]
@@ -69,7 +75,7 @@ def _arrow_task(mds_path: tuple[str, str], kwargs: dict[str, Any]
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        out, paths = _partition_out(mds_path)
+        out, paths = _partition_out(mds_path, prefix)
 
         def fill(writer: Any) -> None:
             for batch in batches:
@@ -82,7 +88,7 @@ def _arrow_task(mds_path: tuple[str, str], kwargs: dict[str, Any]
     return run
 
 
-def _pandas_task(mds_path: tuple[str, str], kwargs: dict[str, Any],
+def _pandas_task(mds_path: tuple[str, str], prefix: str, kwargs: dict[str, Any],
                  udf_iterable: Callable[..., Iterable[Any]],
                  udf_kwargs: dict[str, Any]) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The `mapInPandas` function for a user iterable over each pandas chunk."""
@@ -90,7 +96,7 @@ def _pandas_task(mds_path: tuple[str, str], kwargs: dict[str, Any],
     def run(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
 
-        out, paths = _partition_out(mds_path)
+        out, paths = _partition_out(mds_path, prefix)
 
         def fill(writer: Any) -> None:
             for frame in frames:
@@ -189,7 +195,7 @@ def _convert(dataframe: Any, merge_index: bool, mds_kwargs: dict[str, Any] | Non
 
     out = mds_kwargs["out"]
     keep_local = bool(mds_kwargs.get("keep_local", False))
-    local, sink = open_sink(out, keep_local=True, exist_ok=mds_kwargs.get("exist_ok", False))
+    local, sink = _open_root(out)
     sink.finish()
     remote = sink.remote
     if remote is None:
@@ -200,21 +206,61 @@ def _convert(dataframe: Any, merge_index: bool, mds_kwargs: dict[str, Any] | Non
     kwargs.pop("exist_ok", None)  # each attempt writes a fresh directory
     if merge_index:
         kwargs["keep_local"] = True  # the driver merges from the local sub-indexes
+    # A remote already holding a dataset is replaced, as in the reference, but its folders are
+    # never written over (task attempt ids start again at 0 in every Spark application, and
+    # the live index names those files until the new one is merged): a remote run's folders
+    # are ``<run>-<taskAttemptId>``, which also names exactly what a failed run left there.
+    replaced = parts_of_index(remote) if remote and merge_index else []
+    prefix = f"{uuid.uuid4().hex[:8]}-" if remote else ""
 
     from pyspark.sql.types import StringType, StructField, StructType
 
     schema = StructType([StructField(name, StringType(), False) for name in _RESULT_FIELDS])
-    if udf_iterable is None:
-        task = _arrow_task(mds_path, kwargs)
-        rows = dataframe.mapInArrow(task, schema).collect()
-    else:
-        task = _pandas_task(mds_path, kwargs, udf_iterable, dict(udf_kwargs or {}))
-        rows = dataframe.mapInPandas(task, schema).collect()
-
-    keep_local_files = remote is None or keep_local
-    if merge_index:
-        merge_partitions([(row[_RESULT_FIELDS[0]], row[_RESULT_FIELDS[1]]) for row in rows], out,
-                         keep_local=keep_local_files, download_timeout=60)
+    try:
+        if udf_iterable is None:
+            task = _arrow_task(mds_path, prefix, kwargs)
+            rows = dataframe.mapInArrow(task, schema).collect()
+        else:
+            task = _pandas_task(mds_path, prefix, kwargs, udf_iterable, dict(udf_kwargs or {}))
+            rows = dataframe.mapInPandas(task, schema).collect()
+        keep_local_files = remote is None or keep_local
+        if merge_index:
+            merge_partitions([(row[_RESULT_FIELDS[0]], row[_RESULT_FIELDS[1]]) for row in rows],
+                             out, keep_local=keep_local_files, download_timeout=60)
+    except BaseException:
+        if remote:
+            _retire_run(remote, prefix)
+        raise
+    if replaced:  # never among this run's folders (see `prefix`)
+        logger.warning("Replaced the dataset at %s; its %d previous sub-dataset(s) stay there, "
+                       "marked so that merge_index leaves them out.", remote, len(replaced))
+        retire_parts(remote, replaced, "a later dataframe_to_mds run replaced this dataset")
     if not keep_local_files:
         shutil.rmtree(local, ignore_errors=True)
     return mds_path
+
+
+def _open_root(out: Any) -> tuple[str, Any]:
+    """The local root and sink of `out`. A non-empty local root is refused whatever
+    ``mds_kwargs['exist_ok']`` says (it is each partition's writer's, as in the reference):
+    clearing it would delete whatever else the folder holds."""
+    try:
+        return open_sink(out, keep_local=True, exist_ok=False)
+    except FileExistsError as err:
+        raise FileExistsError(
+            f"{err}. dataframe_to_mds writes into an empty (or new) directory and never clears "
+            "one (`exist_ok` in mds_kwargs applies to each partition's own folder): delete it "
+            "or choose another `out`.") from err
+
+
+def _retire_run(remote: str, prefix: str) -> None:
+    """After a failed run: mark the sub-datasets its tasks uploaded (each has an index of its
+    own, so a later `merge_index` of the remote would publish them). Best effort."""
+    try:
+        listed = open_store(remote).list(prefix)
+    except Exception as err:  # noqa: BLE001 - the run's own error is the one to raise
+        logger.warning("Could not list %s to mark the failed run's sub-datasets (%s).", remote,
+                       err)
+        return
+    retire_parts(remote, sorted({path.split("/", 1)[0] for path in listed if "/" in path}),
+                 "the dataframe_to_mds run that wrote it failed")

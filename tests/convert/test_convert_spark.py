@@ -135,3 +135,45 @@ def test_without_pyspark_the_import_error_says_what_to_install() -> None:
             "except ImportError as err:\n    print(err)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert "pip install 'shardstream[spark]'" in out.stdout, out.stderr
+
+
+@pytest.mark.slow
+def test_reruns_never_clear_a_folder_or_mix_two_datasets(spark: Any, tmp_path: Any) -> None:
+    """A second run into a remote replaces the dataset (as the reference does) without
+    writing over the files the live index names, and marks the old folders and a failed run's,
+    so `merge_index` of the remote publishes the last dataset only (it published both runs'
+    rows). A local `out` is never cleared: `exist_ok` in mds_kwargs used to delete whatever
+    else the folder held."""
+    from streaming import StreamingDataset
+    from streaming.merge import merge_root
+
+    def ids(cache: str) -> list[int]:
+        dataset = StreamingDataset(remote=remote, local=str(tmp_path / cache), batch_size=1)
+        return sorted(int(dataset[i]["id"]) for i in range(dataset.num_samples))
+
+    remote = f"file://{tmp_path}/remote"
+    dataframe_to_mds(spark.createDataFrame([(i,) for i in range(6)], "id long").repartition(3),
+                     mds_kwargs={"out": remote})
+    with pytest.raises(Exception, match="udf failed"):
+        def failing(pdf: Any) -> Any:
+            if int(pdf["id"].max()) > 10:  # the partition holding 11 fails
+                raise RuntimeError("udf failed")
+            return pdf.to_dict("records")
+
+        dataframe_to_mds(spark.createDataFrame([(7,), (11,)], "id long").repartition(2),
+                         mds_kwargs={"out": remote, "columns": {"id": "int64"}},
+                         udf_iterable=failing)
+    assert ids("c1") == list(range(6))
+    dataframe_to_mds(spark.createDataFrame([(100,), (101,)], "id long"),
+                     mds_kwargs={"out": remote})
+    assert ids("c2") == [100, 101]
+    merge_root(remote)
+    assert ids("c3") == [100, 101]
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="never clears one"):
+        dataframe_to_mds(spark.createDataFrame([(1,)], "id long"),
+                         mds_kwargs={"out": str(out), "exist_ok": True})
+    assert os.listdir(out) == ["notes.txt"]
