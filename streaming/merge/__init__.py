@@ -104,8 +104,12 @@ def merge_partitions(index_file_urls: Sequence[IndexSource], out: Any, keep_loca
             try:
                 part = _read_partition(url, temp_root, download_timeout)
                 entries = parse_index(part.text, name)
-                _check_files(part, entries, _files_home(part, url, remote))
                 prefix, below = _prefix_of(part, url, local, remote)
+                home = _files_home(part, url, remote, prefix if below else None)
+                _check_files(part, entries, home, why=(
+                    f" (its index was read locally, but the merged index is published to "
+                    f"{redact(remote or '')}, so its files must be there)"
+                    if part.local and home else ""))
                 if not below and prefix is not None:  # named where the merged index says
                     named = posixpath.join(remote or local or "", prefix)
                     _check_files(part, entries, named, why=(

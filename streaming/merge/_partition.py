@@ -67,16 +67,22 @@ def _read_partition(url: IndexSource, temp_root: str, timeout: float) -> _Partit
         raise IndexFetchError(f"Failed to download index.json: {src} to {dest}") from err
 
 
-def _files_home(part: _Partition, url: IndexSource, remote: str | None) -> str | None:
+def _files_home(part: _Partition, url: IndexSource, remote: str | None,
+                prefix: str | None) -> str | None:
     """The remote directory whose listing must hold the shards, or None to check locally.
 
     When the merged index is published remotely, the shards must be there, whichever side the
-    sub-dataset's index was read from.
+    sub-dataset's index was read from: a local index's files are looked for at its remote
+    twin, or else where the merged index names them (``<remote>/<prefix>``).
     """
     if not part.local:
         return part.directory
-    if remote is not None and isinstance(url, tuple) and url[1]:
+    if remote is None:
+        return None
+    if isinstance(url, tuple) and url[1]:
         return _url_dir(url[1])
+    if prefix not in (None, "."):
+        return posixpath.join(remote, prefix)
     return None
 
 

@@ -48,6 +48,23 @@ def test_list_form_writes_the_reference_layout(parts: str) -> None:
     assert _ids(parts) == list(range(12))
 
 
+def test_local_indexes_merged_into_a_remote_need_their_files_there(parts: str,
+                                                                   tmp_path: Any) -> None:
+    """Sub-datasets written locally and never uploaded: the merged index would be published to
+    the remote naming files it does not have (it was, and reading it failed shard by shard)."""
+    from streaming.merge import IncompletePartitionError
+
+    remote = tmp_path / "remote"
+    indexes = [f"{parts}/p0/index.json", f"{parts}/p1/index.json"]
+    with pytest.raises(IncompletePartitionError, match="published to file://.*must be there"):
+        merge_index(indexes, (parts, f"file://{remote}"))
+    assert not remote.exists() and not os.path.exists(f"{parts}/index.json")
+    for name in ("p0", "p1"):  # uploaded now: the same merge goes through
+        shutil.copytree(f"{parts}/{name}", remote / name)
+    merge_index(indexes, (parts, f"file://{remote}"))
+    assert _ids(str(remote)) == list(range(12))
+
+
 def test_keep_local_false_without_remote_keeps_the_data(parts: str) -> None:
     """The reference deleted `out` itself here: the merged index and every shard with it."""
     with pytest.warns(UserWarning, match="keep_local=False and no remote"):
