@@ -24,6 +24,7 @@ from typing import Any
 
 from streaming.convert.columns import ConversionError
 from streaming.convert.retire import parts_of_index, retire_parts
+from streaming.convert.staged_dir import staged_replacement
 from streaming.convert.subsets import existing_index
 from streaming.coord.orphans import exit_with_parent
 from streaming.format.index import get_index_basename
@@ -204,9 +205,11 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
         total: expected sample count, for the bar.
         mp_context: multiprocessing start method (default ``spawn``: safe with threads).
         keep_local: with a remote, keep the local files.
-        exist_ok: clear a non-empty local output directory instead of refusing it, and replace
-            a dataset at the remote (its old index stays readable, over its own files, until
-            the new one is merged: the new sub-datasets get names of their own).
+        exist_ok: replace what a non-empty local output directory holds instead of refusing
+            it (the new dataset is written beside it and swapped in once complete: a failed run
+            leaves the directory as it was), and replace a dataset at the remote (its old index
+            stays readable, over its own files, until the new one is merged: the new
+            sub-datasets get names of their own).
         inputs: local paths (files or folders) the tasks read; an output directory that is or
             holds one of them is refused before anything is cleared.
         **writer_kwargs: `MDSWriter` options (compression, hashes, size_limit...).
@@ -219,6 +222,34 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
     if not tasks:
         raise ConversionError("Nothing to convert: no input tasks.")
     _refuse_inputs_inside(out, inputs, exist_ok)
+    if exist_ok and isinstance(out, str) and not scheme_of(out) and _non_empty_dir(out):
+        # The old content stays until the new dataset is complete (`staged_dir`).
+        with staged_replacement(out) as staging:
+            result = _run(tasks, write, staging, columns, num_workers, progress, total,
+                          mp_context, keep_local, False, writer_kwargs)
+        return _moved(result, staging, os.path.abspath(os.path.expanduser(out)))
+    return _run(tasks, write, out, columns, num_workers, progress, total, mp_context,
+                keep_local, exist_ok, writer_kwargs)
+
+
+def _non_empty_dir(path: str) -> bool:
+    path = os.path.expanduser(path)
+    return os.path.isdir(path) and bool(os.listdir(path))
+
+
+def _moved(result: ParallelResult, staging: str, target: str) -> ParallelResult:
+    """`result` with the staging directory's paths named as where they ended up."""
+    result.local = target
+    if result.merge is not None and result.merge.index_path:
+        result.merge.index_path = os.path.join(
+            target, os.path.relpath(result.merge.index_path, staging))
+    return result
+
+
+def _run(tasks: Sequence[Any], write: WriteTask, out: Any, columns: Mapping[str, str],
+         num_workers: int | None, progress: bool | Progress, total: int | None,
+         mp_context: str | None, keep_local: bool, exist_ok: bool,
+         writer_kwargs: Mapping[str, Any]) -> ParallelResult:
     local, remote, temporary = _resolve_out(out, exist_ok)
     try:
         result = _write_and_merge(tasks, write, local, remote, columns, num_workers, progress,
@@ -335,7 +366,8 @@ def write_parallel(tasks: Sequence[Any], samples: Callable[[Any], Iterable[Mappi
         progress: True for a tqdm bar, or a callable taking sample increments.
         mp_context: multiprocessing start method (default ``spawn``).
         keep_local: with a remote, keep local copies.
-        exist_ok: clear a non-empty local output directory first.
+        exist_ok: replace what a non-empty local output directory holds, once the new
+            dataset is complete (see `run_tasks`).
         **writer_kwargs: more `MDSWriter` options (compression, hashes, size_limit...).
 
     Raises:

@@ -138,3 +138,41 @@ def test_merging_again_never_brings_back_a_replaced_or_failed_run(tmp_path: Any)
     assert len(report.retired) == 4  # the first dataset's two parts, the failed run's two
     assert os.path.exists(f"{tmp_path}/remote/part-00000/{RETIRED_MARKER}")
     assert _remote_ids(remote, str(tmp_path / "c2")) == expected
+
+
+def test_a_failed_replacement_of_a_local_output_keeps_the_old_dataset(tmp_path: Any) -> None:
+    """`exist_ok` into a local folder writes beside it and swaps in the complete dataset: a
+    failing run used to clear the folder first, losing the previous dataset with it."""
+    out = str(tmp_path / "out")
+    write_parallel([0, 1], numbered, out, columns=COLUMNS, num_workers=0)
+    with pytest.raises(ConversionError, match="boom in task 1"):
+        write_parallel([2, 1], failing, out, columns=COLUMNS, num_workers=0, exist_ok=True)
+    assert sorted(int(s["id"]) for s in read_back(out)) == list(range(20))
+    assert os.listdir(tmp_path) == ["out"]  # no staging folder left beside it
+    result = write_parallel([3], numbered, out, columns=COLUMNS, num_workers=0, exist_ok=True)
+    assert sorted(int(s["id"]) for s in read_back(out)) == list(range(30, 40))
+    assert result.local == out and sorted(os.listdir(tmp_path)) == ["out"]
+    assert not os.path.exists(f"{out}/part-00000")  # the replaced dataset's files are gone
+
+
+def test_a_directory_that_cannot_be_moved_is_replaced_in_place(tmp_path: Any,
+                                                                monkeypatch: Any) -> None:
+    """A mount point (or a folder whose parent refuses the rename) gets its new content moved in
+    entry by entry, still only after the new dataset is complete."""
+    from streaming.convert import staged_dir
+
+    target = tmp_path / "mount"
+    (target / "old").mkdir(parents=True)
+    (target / "old.txt").write_text("old")
+    real_rename = os.rename
+
+    def rename(src: str, dst: str) -> None:
+        if os.path.abspath(src) == str(target):
+            raise OSError(16, "Device or resource busy")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(staged_dir.os, "rename", rename)
+    with staged_dir.staged_replacement(str(target)) as staging:
+        (tmp_path / staging / "index.json").write_text("{}")
+        assert sorted(os.listdir(target)) == ["old", "old.txt"]  # untouched meanwhile
+    assert os.listdir(target) == ["index.json"] and sorted(os.listdir(tmp_path)) == ["mount"]
