@@ -64,6 +64,13 @@ def test_an_interrupted_writer_with_a_dead_server_exits_at_once(tmp_path: Any) -
         from streaming import MDSWriter
         from streaming.storage import sink
         sink.push = lambda *a, **k: threading.Event().wait(600)  # a server that never answers
+        wait = sink.Sink.wait
+
+        def announced(self, *args, **kwargs):  # so the second ^C comes while it waits
+            print("waiting", flush=True)
+            return wait(self, *args, **kwargs)
+
+        sink.Sink.wait = announced
         try:
             with MDSWriter(out=({str(tmp_path / 'local')!r}, {str(tmp_path / 'remote')!r}),
                            columns={{"x": "bytes"}}, size_limit=1 << 12) as writer:
@@ -79,6 +86,8 @@ def test_an_interrupted_writer_with_a_dead_server_exits_at_once(tmp_path: Any) -
                              stderr=subprocess.PIPE, text=True, env=env)
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "interrupting"
+    # Only once it waits for the uploads: a ^C before the `raise` would be the only one.
+    assert child.stdout.readline().strip() == "waiting"
     child.send_signal(signal.SIGINT)  # the second ^C, while it waits for the uploads
     try:
         out, err = child.communicate(timeout=60)  # the stuck uploads would take 600 s
