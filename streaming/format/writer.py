@@ -33,6 +33,12 @@ from streaming.format.writer_args import (
     parse_hashes,
     parse_size_limit,
 )
+from streaming.format.writer_hooks import (
+    BufferedSamples,
+    adapt_reference_hooks,
+    native,
+    own_buffer,
+)
 from streaming.hashing import get_hash
 from streaming.progress import open_bar
 from streaming.storage.sink import SinkError, open_sink
@@ -109,9 +115,17 @@ class Writer(ABC):
         self._parts: list[Any] = []  # every encoded piece of the buffered samples, in order
         self._sizes: list[int] = []  # encoded bytes of each buffered sample
         self.new_shard_size = self.extra_bytes_per_shard
+        if self._own_buffer:
+            self.new_samples = []  # shadows the descriptor
 
-    @property
-    def new_samples(self) -> list[bytes]:
+    new_samples = BufferedSamples()  # the reference's buffer (see `writer_hooks`)
+    _own_buffer = False  # a subclass's own `write` may buffer into `new_samples` itself
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        adapt_reference_hooks(cls)
+
+    def buffered_encodings(self) -> list[bytes]:
         """The buffered samples' encodings (rebuilt on demand; the writer keeps pieces)."""
         data = b"".join(self._parts)
         ends = np.cumsum([0, *self._sizes]).tolist()
@@ -123,7 +137,7 @@ class Writer(ABC):
 
     def encode_sample(self, sample: dict[str, Any]) -> bytes:
         """Encode one sample to the exact bytes it occupies in the shard."""
-        return b"".join(self.encode_parts(sample)[0])
+        return b"".join(native(type(self), "encode_parts")(self, sample)[0])
 
     def get_config(self) -> dict[str, Any]:
         """The writer settings recorded in every shard entry (and embedded in MDS shards)."""
@@ -170,7 +184,8 @@ class Writer(ABC):
 
     def _samples_so_far(self) -> int:
         """How many samples `write` accepted (the next one's number)."""
-        return sum(int(shard.get("samples", 0)) for shard in self.shards) + len(self._sizes)
+        return (sum(int(shard.get("samples", 0)) for shard in self.shards) + len(self._sizes)
+                + len(own_buffer(self) or ()))
 
     def _check_columns(self, sample: Any) -> None:
         """Raise `MissingColumnError` if `sample` lacks a column."""
@@ -211,12 +226,20 @@ class Writer(ABC):
         hashes = {algo: get_hash(algo, data) for algo in self.hashes}
         return {"basename": basename, "bytes": size, "hashes": hashes}
 
-    def _process_file(self, parts: list[Any], raw_basename: str,
+    def _hash(self, data: bytes, basename: str) -> dict[str, Any]:
+        """A file's index entry (reference name, for subclasses that write files of their own)."""
+        return self._file_info(data, basename, len(data))
+
+    def _process_file(self, parts: list[Any] | bytes, raw_basename: str,
                       zip_basename: str | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Hash, optionally compress, and atomically write one shard file; return file infos.
 
-        Only one form is written: the compressed file when compression is on, else the raw one.
+        `parts` are pieces to concatenate, or (as the reference's subclasses pass) the whole
+        file. Only one form is written: the compressed file when compression is on, else the
+        raw one.
         """
+        if isinstance(parts, (bytes, bytearray, memoryview)):
+            parts = [parts]
         size = sum(map(len, parts))
         whole = None
         if self.hashes or zip_basename:
@@ -294,7 +317,7 @@ class Writer(ABC):
         complete = False
         try:
             self._check_sink()
-            if self._sizes:
+            if self._sizes or own_buffer(self):
                 try:
                     self.flush_shard()
                 except Exception as err:

@@ -14,6 +14,7 @@ import numpy as np
 
 from streaming.format.writer import Writer
 from streaming.format.writer_args import SIZE_LIMIT
+from streaming.format.writer_hooks import native
 
 __all__ = ["JointWriter", "SplitWriter", "uint32_offsets"]
 
@@ -39,7 +40,7 @@ class JointWriter(Writer):
 
     def encode_joint_shard(self) -> bytes:
         """The buffered samples laid out as one shard file (reference API)."""
-        return b"".join(self.encode_joint_parts())
+        return b"".join(native(type(self), "encode_joint_parts")(self))
 
     def flush_shard(self) -> None:
         self._check_sink()
