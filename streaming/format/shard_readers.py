@@ -159,6 +159,14 @@ class ShardReaders(Sequence["Reader"]):
             reader = self._build(operator.index(index))
         return reader
 
+    def __setitem__(self, index: int, reader: Reader) -> None:
+        """Put a reader of the user's own in shard `index`'s place (code written against the
+        reference swaps in subclasses of its readers this way); reads and the cache use it."""
+        index = operator.index(index)
+        if not -len(self._built) <= index < len(self._built):
+            raise IndexError(f"shard index {index} out of range for {len(self)} shards")
+        self._built[index] = reader
+
     # What code written against the reference's `dataset.shards` (a list) does with it besides
     # indexing and iterating; each builds every reader, as that list held them all.
     def copy(self) -> list[Reader]:

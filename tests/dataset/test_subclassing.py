@@ -12,6 +12,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from streaming import StreamingDataLoader, StreamingDataset
+from streaming.format.mds.reader import MDSReader
 
 # Every attribute the reference's `__init__` assigns from an argument of the same name.
 EARLY = {
@@ -140,3 +141,29 @@ def test_get_item_patched_on_an_instance_is_what_iteration_reads(ints30, workers
         assert sorted(int(s["v"]) for s in ds) == [10 * v for v in range(30)]
         loader = DataLoader(ds, batch_size=5, num_workers=workers)
         assert sorted(int(v) for b in loader for v in b["v"]) == [10 * v for v in range(30)]
+
+
+class _Doubling(MDSReader):
+    def get_item(self, idx: int) -> dict[str, Any]:
+        return {"v": super().get_item(idx)["v"] * 2}
+
+
+def test_a_reader_swapped_into_shards_is_what_reads(ints30):
+    """`ds.shards[i] = reader` (code written for the reference's list swaps in subclasses of
+    its readers) raised 'ShardReaders' object does not support item assignment."""
+    with StreamingDataset(local=ints30, batch_size=5) as ds:
+        old = ds.shards[0]
+        ds.shards[0] = _Doubling.from_json(old.dirname, old.split, _entry(old))
+        assert isinstance(ds.shards[0], _Doubling)
+        assert int(ds[4]["v"]) == 8 and int(ds[5]["v"]) == 5
+        assert sorted(int(s["v"]) for s in ds) == sorted([2 * v for v in range(5)]
+                                                        + list(range(5, 30)))
+        with pytest.raises(IndexError, match="out of range"):
+            ds.shards[6] = old
+
+
+def _entry(reader: Any) -> dict[str, Any]:
+    import json
+    import os
+
+    return json.load(open(os.path.join(reader.dirname, "index.json")))["shards"][0]
