@@ -106,12 +106,25 @@ def reader_for_entry(dirname: str, split: str | None, entry: ShardEntry) -> Read
             f"Unsupported data format: {entry.format!r}. Expected one of "
             f"{sorted(set(_readers) | set(_lazy_readers))}.")
     try:
+        if _builds_from_json(cls):  # a reader of the user's own, the reference's way
+            return cls.from_json(dirname, split, entry.to_json())
         return cls.from_entry(dirname, split, entry)
     except (IndexFormatError, MissingDependencyError):
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as err:
         name = entry.raw_data.basename if entry.raw_data is not None else "?"
         raise malformed_entry(name, entry.format, err) from err
+
+
+def _builds_from_json(cls: type[Reader]) -> bool:
+    """Whether `cls` (a reader registered by the user, as the reference's `_readers` took them)
+    builds itself in its own `from_json` rather than through our `from_entry`."""
+    for klass in cls.__mro__:
+        if "from_entry" in vars(klass):
+            return False
+        if "from_json" in vars(klass):
+            return True
+    return False
 
 
 def malformed_entry(name: str, fmt: str, err: Exception) -> IndexFormatError:

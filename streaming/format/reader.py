@@ -213,14 +213,18 @@ class Reader(Array, ABC):
 
     # -- mapped access ---------------------------------------------------------------------
 
-    @abstractmethod
     def _load(self) -> Any:
         """Map the raw file(s) and check the header; return the state `_opened` keeps.
+
+        Every format of ours maps its files here; a reader of the user's own written against
+        the reference (its own `get_item`) need not, so this is not abstract.
 
         Raises:
             FileNotFoundError: a raw file is missing (callers then download it).
             ShardFormatError: the file contradicts itself or the index.
         """
+        raise NotImplementedError(f"{type(self).__name__} maps no shard file (`_load`); it "
+                                  "reads samples through its own get_item.")
 
     def _opened(self) -> Any:
         """The mapped state, mapping the shard first if needed."""
