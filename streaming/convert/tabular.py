@@ -10,7 +10,6 @@ its name. Large Parquet files are split by row groups so every worker has work.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import numpy as np
 from streaming.convert.column_values import table_rows
 from streaming.convert.columns import _SCALARS, ConversionError, import_pyarrow, infer_columns
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
+from streaming.convert.sources import expand_sources
 
 __all__ = ["EXTENSIONS", "csv_to_mds", "expand_sources", "jsonl_to_mds", "parquet_to_mds"]
 
@@ -31,28 +31,6 @@ EXTENSIONS = {
     "jsonl": (".jsonl", ".ndjson", ".json"),
 }
 _BATCH_ROWS = 8192
-
-
-def expand_sources(src: str | Sequence[str], extensions: Sequence[str]) -> list[str]:
-    """Input files from a file, a directory (searched recursively), a glob, or a list of those.
-
-    Raises:
-        ConversionError: nothing matched.
-    """
-    found: list[str] = []
-    for item in [src] if isinstance(src, (str, os.PathLike)) else src:
-        item = os.fspath(item)
-        if os.path.isdir(item):
-            found += sorted(
-                os.path.join(root, name) for root, _, names in os.walk(item) for name in names
-                if name.lower().endswith(tuple(extensions)))
-        elif os.path.isfile(item):
-            found.append(item)
-        else:
-            found += sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
-    if not found:
-        raise ConversionError(f"No input files ({', '.join(extensions)}) found in {src!r}.")
-    return found
 
 
 @dataclass(frozen=True)

@@ -217,3 +217,19 @@ def test_small_text_files_share_sub_datasets_in_order(tmp_path: Any) -> None:
     (source / "f0150.jsonl").write_text('{"id": 1}\n{"id": "x", "extra": 1}\n')
     with pytest.raises(ConversionError, match=r"f0150\.jsonl"):  # errors name the file
         jsonl_to_mds(str(source), str(tmp_path / "out2"), num_workers=0)
+
+
+def test_a_file_named_twice_is_converted_once_and_urls_are_refused(tmp_path: Any) -> None:
+    """A glob and its folder (or one file by two paths) wrote its rows twice, silently; a URL
+    input said "No input files found", as if the bucket were empty."""
+    (tmp_path / "in").mkdir()
+    _parquet(tmp_path / "in" / "a.parquet", 0, 30)
+    os.symlink(tmp_path / "in", tmp_path / "alias")
+    sources = [str(tmp_path / "in" / "*.parquet"), str(tmp_path / "in"),
+               str(tmp_path / "alias" / "a.parquet")]
+    with pytest.warns(UserWarning, match="2 input file.s. were named more than once"):
+        result = parquet_to_mds(sources, str(tmp_path / "out"), num_workers=0)
+    assert result.samples == 30
+    assert [int(s["id"]) for s in read_back(str(tmp_path / "out"))] == list(range(30))
+    with pytest.raises(ConversionError, match="is a URL: conversion reads local files"):
+        parquet_to_mds("s3://bucket/raw/a.parquet", str(tmp_path / "out2"), num_workers=0)
