@@ -29,7 +29,7 @@ from streaming.format.encodings import get_encoding
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["column_values", "table_rows"]
+__all__ = ["column_values", "partition_rows", "table_rows"]
 
 
 def _at_row(err: ConversionError, row: int) -> ConversionError:
@@ -202,6 +202,10 @@ def column_values(array: pa.Array, encoding: str, name: str) -> list[Any]:
             f"Column {name!r} row {row} is null; MDS has no null value for {encoding!r}. Fill "
             f"the nulls or {instead}."), row)
     get_encoding(encoding)  # unknown encodings fail here, before any row is touched
+    if pa.types.is_temporal(array.type) and encoding.startswith(("int", "uint")):
+        # "raw ticks", as the no-encoding message offers: days, or the type's time unit, since
+        # the epoch (Arrow refuses to cast a date to an integer, but its storage is one).
+        array = array.view(pa.int32() if array.type.bit_width == 32 else pa.int64())
     if not len(array):
         return []
     values = _extractor(encoding)(array, name)
@@ -249,3 +253,15 @@ def table_rows(table: pa.RecordBatch | pa.Table, columns: Mapping[str, str],
         raise _at_row(ConversionError(str(err).replace(f"row {row}", f"row {row + first_row}",
                                                        1)), row + first_row) from err
     return [dict(zip(names, row)) for row in zip(*values)]
+
+
+def partition_rows(table: pa.RecordBatch | pa.Table, columns: Mapping[str, str], first_row: int,
+                   partition: int) -> list[dict[str, Any]]:
+    """`table_rows` of a table inside one partition of a cluster engine's input (Spark, Dask,
+    Ray), where the partition's place in the whole input is not known: an error's row is
+    counted from the partition's start, and says so."""
+    try:
+        return table_rows(table, columns, first_row)
+    except ConversionError as err:
+        raise ConversionError(f"{err} (In partition {partition}; rows are counted from the "
+                              "start of that partition.)") from err

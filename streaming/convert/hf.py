@@ -70,7 +70,7 @@ def _write_range(task: tuple[Any, int, int, tuple[tuple[str, str], ...], tuple[s
     step = 4096
     for begin in range(start, stop, step):
         table = _with_image_bytes(_arrow_slice(source, begin, min(begin + step, stop)), images)
-        for row in table_rows(table, dict(columns)):
+        for row in table_rows(table, dict(columns), begin):  # errors name the input's row
             writer.write(row)
         report(table.num_rows)
 
@@ -96,6 +96,12 @@ def _plan(source: Any, schema: Any, columns: Mapping[str, str] | None,
 
 def _to_arrow(table: Any) -> Any:
     pa = import_pyarrow()
+    if type(table).__name__ == "IterableDataset" or (
+            hasattr(table, "with_format") and not hasattr(table, "__len__")):
+        raise ConversionError(
+            "A Hugging Face IterableDataset (load_dataset(..., streaming=True)) has no length "
+            "or random access to split into tasks: load it without streaming=True, or write "
+            "its rows with MDSWriter in a loop.")
     if isinstance(table, pa.Table) or hasattr(table, "with_format"):
         return table
     if hasattr(table, "to_dict") and hasattr(table, "columns"):  # a pandas DataFrame

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from streaming.convert.column_values import table_rows
+from streaming.convert.column_values import partition_rows
 from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.convert.spark_schema import SPARK_TO_MDS, infer_dataframe_schema, is_json_compatible
 from streaming.format.index import get_index_basename
@@ -53,6 +53,13 @@ def _partition_out(mds_path: tuple[str, str], prefix: str) -> tuple[Any, tuple[s
                              f"{remote}/{get_index_basename()}")
 
 
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else -1
+
+
 def _write_partition(kwargs: dict[str, Any], out: Any,
                      fill: Callable[[Any], None]) -> None:
     """Run `fill(writer)` into a fresh MDSWriter; on failure leave no index behind."""
@@ -78,9 +85,11 @@ def _arrow_task(mds_path: tuple[str, str], prefix: str, kwargs: dict[str, Any]
         out, paths = _partition_out(mds_path, prefix)
 
         def fill(writer: Any) -> None:
+            done = 0
             for batch in batches:
-                for row in table_rows(batch, columns):
+                for row in partition_rows(batch, columns, done, _partition_id()):
                     writer.write(row)
+                done += batch.num_rows
 
         _write_partition(kwargs, out, fill)
         yield pa.RecordBatch.from_arrays([pa.array([p]) for p in paths], list(_RESULT_FIELDS))

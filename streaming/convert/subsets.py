@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streaming.convert.column_values import table_rows
+from streaming.convert.column_values import partition_rows
 from streaming.convert.columns import ConversionError, infer_columns
 from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.format.index import get_index_basename
@@ -188,7 +188,7 @@ def write_subset(plan: WritePlan, task: int, tables: Iterable[pa.Table | pa.Reco
             chosen = found
             if writer is None:
                 writer = MDSWriter(out=out, columns=chosen, **plan.writer_kwargs)
-            for row in table_rows(table, chosen):
+            for row in partition_rows(table, chosen, rows, task):
                 writer.write(row)
             rows += table.num_rows
         if writer is None:

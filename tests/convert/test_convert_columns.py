@@ -164,3 +164,17 @@ def test_a_binary_column_with_nulls_is_never_json_and_pkl_stores_its_bytes(tmp_p
             writer.write(row)
     read = LocalDataset(str(tmp_path), allow_unsafe_types=True)
     assert [read[i]["img"] for i in range(3)] == [b"\x89PNG", None, b"abc"]
+
+
+def test_dates_and_times_as_int64_are_their_raw_ticks() -> None:
+    """The no-encoding message offers 'int64' (raw ticks) for a date; taking it failed with
+    Arrow's "Unsupported cast from date32[day] to int64"."""
+    import datetime
+
+    dates = pa.array([datetime.date(1970, 1, 2), datetime.date(2024, 1, 1)])
+    with pytest.raises(ConversionError, match="'int64' \\(raw ticks\\)"):
+        infer_columns(pa.schema([("d", dates.type)]))
+    encoded = column_values(dates, "int64", "d")
+    assert [get_encoding("int64").decode(v) for v in encoded] == [1, 19723]
+    stamps = pa.array([datetime.datetime(1970, 1, 1, 0, 0, 1)], pa.timestamp("ms"))
+    assert get_encoding("int64").decode(column_values(stamps, "int64", "t")[0]) == 1000

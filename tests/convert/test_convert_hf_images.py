@@ -137,3 +137,17 @@ def test_image_folder_tasks_are_never_a_handful_of_images(tmp_path: Any, files: 
     assert result.samples == files
     assert len(list((tmp_path / "out").glob("part-*"))) == parts
     assert len(read_back(str(tmp_path / "out"))) == files
+
+
+def test_hf_errors_name_the_row_of_the_input_and_iterable_datasets_say_why(
+        tmp_path: Any) -> None:
+    """With several tasks, a bad row was named by its place in its task ("row 0" for row 5);
+    a streaming dataset failed with a bare "object of type 'IterableDataset' has no len()"."""
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"n": [0, 1, 2, 3, 4, None, 6, 7]},
+                                    features=datasets.Features({"n": datasets.Value("int64")}))
+    with pytest.raises(ConversionError, match="row 5 is null"):
+        hf_to_mds(ds, str(tmp_path / "out"), num_workers=0, rows_per_task=4,
+                  columns={"n": "int64"})
+    with pytest.raises(ConversionError, match="IterableDataset .* streaming=True"):
+        hf_to_mds(ds.to_iterable_dataset(), str(tmp_path / "it"), num_workers=0)
