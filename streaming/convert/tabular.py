@@ -21,6 +21,7 @@ from streaming.convert.column_values import table_rows
 from streaming.convert.columns import _SCALARS, ConversionError, import_pyarrow, infer_columns
 from streaming.convert.parallel import ParallelResult, Report, run_tasks
 from streaming.convert.sources import expand_sources
+from streaming.convert.text_errors import parse_error
 
 __all__ = ["EXTENSIONS", "csv_to_mds", "expand_sources", "jsonl_to_mds", "parquet_to_mds"]
 
@@ -137,12 +138,7 @@ def _write_file(task: _Task, writer: Any, report: Report) -> None:
     except ConversionError as err:
         raise ConversionError(f"{task!r}: {err}") from err
     except (ValueError, TypeError, KeyError, OSError) as err:
-        hint = ""
-        if "Failed to convert JSON to int" in str(err):
-            hint = (" (a field whose first rows hold whole numbers holds a fraction here: give "
-                    "it a float type, e.g. columns={'score': 'float64'}, --column "
-                    "score=float64)")
-        raise ConversionError(f"{task!r}: {type(err).__name__}: {err}{hint}") from err
+        raise ConversionError(f"{task!r}: {parse_error(task, err, done)}") from err
 
 
 def _first_row(task: _Task) -> int:

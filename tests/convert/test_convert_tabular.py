@@ -233,3 +233,24 @@ def test_a_file_named_twice_is_converted_once_and_urls_are_refused(tmp_path: Any
     assert [int(s["id"]) for s in read_back(str(tmp_path / "out"))] == list(range(30))
     with pytest.raises(ConversionError, match="is a URL: conversion reads local files"):
         parquet_to_mds("s3://bucket/raw/a.parquet", str(tmp_path / "out2"), num_workers=0)
+
+
+def test_a_value_of_another_type_in_a_later_text_file_names_its_column(tmp_path: Any) -> None:
+    """Arrow names a JSON field `Column(/v)` or none, a CSV column by number, and counts rows
+    from its parse block; the hint used a made-up column ('score') or there was none."""
+    import json
+
+    for kind, odd, fix in (("jsonl", 2.5, "float64"), ("jsonl", "x", "str"),
+                           ("csv", 2.5, "float64")):
+        folder = tmp_path / f"{kind}-{fix}"
+        folder.mkdir()
+        if kind == "jsonl":
+            (folder / "a.jsonl").write_text("".join(json.dumps({"v": i}) + "\n" for i in range(5)))
+            (folder / "b.jsonl").write_text(json.dumps({"v": 1}) + "\n" + json.dumps({"v": odd}))
+        else:
+            (folder / "a.csv").write_text("w,v\n" + "".join(f"a,{i}\n" for i in range(5)))
+            (folder / "b.csv").write_text(f"w,v\na,1\nb,{odd}\n")
+        convert_ = jsonl_to_mds if kind == "jsonl" else csv_to_mds
+        with pytest.raises(ConversionError, match=rf"b\.{kind}.*from row 0 of the file on: "
+                                                  rf"column 'v' .*columns=\{{'v': '{fix}'\}}"):
+            convert_(str(folder), str(tmp_path / f"out-{kind}-{fix}"), num_workers=0)
