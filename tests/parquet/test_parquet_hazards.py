@@ -180,3 +180,17 @@ def test_a_folder_named_as_its_own_remote_is_read_in_place(tmp_path) -> None:
     with StreamingDataset(remote=folder + "/", local=folder, batch_size=1) as ds:
         assert sorted(s["id"] for s in ds) == list(range(40))
     assert sorted(os.listdir(folder)) == before  # no shard copies beside the user's files
+
+
+def test_validate_says_once_that_a_source_file_changed(tmp_path) -> None:
+    """Each sample repeated the shard's `SourceChangedError` (20 lines and "80 more")."""
+    from streaming.cli.checks import validate_dataset
+
+    folder = write_folder(str(tmp_path / "pq"), 100, files=1)
+    index_parquet(folder)
+    path = os.path.join(folder, "part-00000.parquet")
+    pq.write_table(pa.table({"id": np.arange(100, 200)}), path)  # rewritten where it lies
+    report = validate_dataset(folder, workers=1)
+    assert not report.ok
+    changed = [p for p in report.problems if "SourceChanged" in str(p) or "changed" in str(p)]
+    assert len(changed) == 1 and changed[0].sample is None, report.problems
