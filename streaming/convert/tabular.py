@@ -186,14 +186,26 @@ def _chosen_types(columns: Mapping[str, str] | None, kind: str) -> Any:
 
 
 def _first_batch(path: str, kind: str, chosen: Any = None) -> Any:
+    """The first record batch of a text file, or None when it has no rows."""
     import pyarrow as pa
 
     try:
         for batch in _open_text(path, kind, chosen):
-            return batch
+            if batch.num_rows:
+                return batch
     except pa.ArrowInvalid as err:
         raise ConversionError(f"{path}: cannot parse as {kind}: {err}") from err
-    raise ConversionError(f"{path} holds no rows to infer column types from.")
+    return None
+
+
+def _inference_file(paths: list[str], kind: str) -> str:
+    """The first file with rows: its first rows decide the column types (a header-only CSV
+    first in a folder refused the whole folder)."""
+    for path in paths:
+        if _first_batch(path, kind) is not None:
+            return path
+    others = f" (nor do the {len(paths) - 1} other files)" if len(paths) > 1 else ""
+    raise ConversionError(f"{paths[0]} holds no rows to infer column types from{others}.")
 
 
 def _parquet_footer(path: str) -> Any:
@@ -280,9 +292,10 @@ def _convert(kind: str, src: str | Sequence[str], out: Any, columns: Mapping[str
         tasks, total = _parquet_tasks(paths, metas, plan, workers)
     else:
         chosen = _chosen_types(columns, kind)
+        first = _inference_file(paths, kind)
         if chosen is not None:  # names checked first: a JSON schema adds missing fields, null
-            infer_columns(_first_batch(paths[0], kind).schema, columns, include)
-        sample = _first_batch(paths[0], kind, chosen)
+            infer_columns(_first_batch(first, kind).schema, columns, include)
+        sample = _first_batch(first, kind, chosen)
         plan = infer_columns(sample.schema, columns, include, sample)
         tasks = [_Task(group[0], kind, tuple(plan.items()), sample.schema,
                        every_column=include is None, also=tuple(group[1:]))

@@ -254,3 +254,16 @@ def test_a_value_of_another_type_in_a_later_text_file_names_its_column(tmp_path:
         with pytest.raises(ConversionError, match=rf"b\.{kind}.*from row 0 of the file on: "
                                                   rf"column 'v' .*columns=\{{'v': '{fix}'\}}"):
             convert_(str(folder), str(tmp_path / f"out-{kind}-{fix}"), num_workers=0)
+
+
+def test_a_header_only_first_file_does_not_refuse_the_folder(tmp_path: Any) -> None:
+    """Types come from the first file with rows (the folder was refused for its first file)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("id,name\n")
+    (tmp_path / "in" / "b.csv").write_text("id,name\n1,x\n2,y\n")
+    csv_to_mds(str(tmp_path / "in"), str(tmp_path / "out"), num_workers=0)
+    assert [(int(s["id"]), s["name"]) for s in read_back(str(tmp_path / "out"))] == [
+        (1, "x"), (2, "y")]
+    (tmp_path / "in" / "b.csv").write_text("id,name\n")
+    with pytest.raises(ConversionError, match=r"a\.csv holds no rows .*nor do the 1 other"):
+        csv_to_mds(str(tmp_path / "in"), str(tmp_path / "out2"), num_workers=0)
