@@ -8,6 +8,7 @@ one way in (`streaming.order.request`).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -242,6 +243,10 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
     from streaming.simulate import SimConfig, SimStream, simulate, stream_of_dataset
 
     weights = _weights(len(datasets) + len(synthetic), proportions, repeats, chooses)
+    if plot_path and not os.path.isdir(os.path.dirname(os.path.abspath(plot_path))):
+        # Before the run, which may take minutes: its results would be lost with the plot.
+        raise click.BadParameter(f"{plot_path!r}: its folder does not exist.",
+                                 param_hint="--plot")
     try:
         config = SimConfig(
             workers=workers, predownload=predownload,
@@ -261,7 +266,9 @@ def simulate_command(datasets: tuple[str, ...], split: str | None, synthetic: tu
         raise click.BadParameter(_unknown(err)) from err
     except (OSError, ValueError, RuntimeError, ImportError) as err:
         fail(str(err))
-    except (MemoryError, OverflowError) as err:  # e.g. more bytes than an int64 counts
+    except OverflowError as err:
+        fail(f"the sizes given add up to more than 64-bit counters hold (8 EiB): {err}")
+    except MemoryError as err:
         fail(f"the epoch is too large to simulate in this machine's memory ({err})")
     emit(result.to_json(), as_json, lambda _: result.render())
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from streaming.order.plan import OrderOptions
-from streaming.units import bytes_to_int
+from streaming.units import bytes_to_int, number_abbrev_to_int
 
 __all__ = ["SimConfig"]
 
@@ -70,7 +70,7 @@ class SimConfig:
     step_seconds_per_sample: float = 0.0
     decode_seconds_per_sample: float = 0.0
     startup_seconds: float = 0.0
-    prefetch_factor: int = 2
+    prefetch_factor: int = 2  # None (a DataLoader's spelling of its default) reads as 2
     max_fetches: int = 16
     epochs: int = 1
 
@@ -86,8 +86,10 @@ class SimConfig:
         if self.workers and self.prefetch_factor < 1:
             raise ValueError("`prefetch_factor` must be at least 1 with workers, got "
                              f"{self.prefetch_factor}.")
-        if self.predownload is not None and self.predownload < 0:
-            raise ValueError(f"`predownload` must be 0 or more, got {self.predownload}.")
+        if self.predownload is not None and (
+                not isinstance(self.predownload, int) or self.predownload < 0):
+            raise ValueError(f"`predownload` must be an integer, 0 or more, got "
+                             f"{self.predownload!r}.")
         if self.cache_limit is not None and self.cache_limit <= 0:
             raise ValueError(f"`cache_limit` must be a positive number of bytes, got "
                              f"{self.cache_limit}.")
@@ -113,12 +115,17 @@ class SimConfig:
             value = getattr(self, name)
             if isinstance(value, np.integer):
                 object.__setattr__(self, name, int(value))
-        for name in ("cache_limit", "bandwidth"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, bytes_to_int(value))
-            elif isinstance(value, np.generic):
-                object.__setattr__(self, name, value.item())
+        # As `StreamingDataset` parses them: "1k" samples, "50gb" (or 0: none) of cache.
+        if self.epoch_size:
+            object.__setattr__(self, "epoch_size", number_abbrev_to_int(self.epoch_size))
+        object.__setattr__(self, "cache_limit",
+                           bytes_to_int(self.cache_limit) if self.cache_limit else None)
+        if isinstance(self.bandwidth, str):
+            object.__setattr__(self, "bandwidth", bytes_to_int(self.bandwidth))
+        elif isinstance(self.bandwidth, np.generic):
+            object.__setattr__(self, "bandwidth", self.bandwidth.item())
+        if self.prefetch_factor is None:  # a DataLoader's default
+            object.__setattr__(self, "prefetch_factor", 2)
 
     def options(self) -> OrderOptions:
         """The order knobs as the planner takes them (checked there, as a dataset's are)."""

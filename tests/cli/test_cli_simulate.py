@@ -132,8 +132,15 @@ def test_sizes_past_what_numbers_hold_exit_with_a_reason():
     result = _run("--synthetic", "100000,1,100000000000000", "--batch-size", "8",
                   "--workers", "1")
     assert result.exit_code == 1, result.output
-    assert "too large to simulate" in result.output
+    assert "more than 64-bit counters hold" in result.output  # it said "in memory"
     assert "Traceback" not in result.output
+
+
+def test_a_plot_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    """The run went through to the end, then failed to save the plot and printed nothing."""
+    result = _run("--synthetic", "10,100,100000", "--batch-size", "8",
+                  "--plot", str(tmp_path / "missing" / "x.png"))
+    assert result.exit_code == 2 and "its folder does not exist" in result.output
 
 
 def test_a_progress_bar_unless_json_or_asked_not_to():

@@ -130,7 +130,9 @@ def test_the_same_configuration_gives_the_same_prediction():
     ({"step_seconds_per_sample": float("nan")}, "step_seconds_per_sample"),
     ({"batch_size": 0}, "batch_size"),
     ({"workers": -1}, "workers"),
-    ({"cache_limit": 0}, "cache_limit"),
+    ({"cache_limit": -5}, "cache_limit"),
+    ({"cache_limit": float("nan")}, "NaN"),
+    ({"predownload": 2.5}, "predownload"),
     ({"cache_limit": 300_000}, "four times the largest shard"),
     ({"workers": 64, "ranks_per_node": 8}, "readers"),
 ])
@@ -138,6 +140,16 @@ def test_impossible_settings_are_refused_with_a_message(settings_, message):
     stream = SimStream.synthetic(10, 10, 100_000)
     with pytest.raises(ValueError, match=message):
         simulate([stream], SimConfig(batch_size=4), **settings_)
+
+
+def test_settings_read_as_the_dataset_and_the_dataloader_read_them():
+    """`epoch_size="1k"` and `prefetch_factor=None` failed with a TypeError, `cache_limit=0`
+    was refused: the dataset reads 1,000 samples, no cache limit, and the DataLoader's
+    default of 2."""
+    config = SimConfig(batch_size=4, epoch_size="1k", cache_limit=0, prefetch_factor=None,
+                       bandwidth="10mb")
+    assert (config.epoch_size, config.cache_limit, config.prefetch_factor, config.bandwidth) == (
+        1000, None, 2, 10 << 20)
 
 
 def test_a_cache_no_read_can_fit_in_fails_clearly_instead_of_hanging():
