@@ -39,6 +39,7 @@ from streaming.dataset_lifecycle import Lifecycle, as_loader_worker
 from streaming.dataset_setup import (
     build_streams,
     check_limit,
+    check_readers,
     derive_table,
     load_catalog,
     open_node_state,
@@ -307,6 +308,8 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
         """Begin an epoch in this worker: its sample ids and how it reads them."""
         self._ensure_open()
         unique = self._unique_world.detect_workers()
+        check_readers(self._ss_config.cache_limit, self.streams, self._ss_catalog,
+                      unique.workers_per_node)
         if get_worker_info() is not None:  # a DataLoader worker
             as_loader_worker(self._ss_config.bytes_as_views)
         self._ss_cache.count_as_worker(unique.worker_of_node)

@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from streaming.cache.limits import check_cache_limit
+from streaming.cache.limits import check_cache_limit, check_readers_fit
 from streaming.cache.node_cache import NodeCache
 from streaming.catalog import Catalog
 from streaming.checkpoint import RESUME_BYTES
@@ -107,6 +107,14 @@ def check_limit(limit: int | None, streams: Sequence[Stream], catalog: Catalog) 
         check_cache_limit(limit, index_bytes(streams),
                           catalog.shards.max_bytes,
                           fetchable[catalog.stream_per_shard])
+
+
+def check_readers(limit: int | None, streams: Sequence[Stream], catalog: Catalog,
+                  readers: int) -> None:
+    """Refuse a `cache_limit` the node's readers cannot share (see `check_readers_fit`)."""
+    if limit is not None:
+        check_readers_fit(limit, index_bytes(streams), catalog.shards.raw_bytes,
+                          catalog.shards.max_bytes, readers)
 
 
 @dataclass

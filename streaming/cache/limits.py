@@ -1,4 +1,5 @@
-"""Whether a `cache_limit` can work for a dataset: checked once, at construction.
+"""Whether a `cache_limit` can work for a dataset: checked at construction, and against the
+node's readers when an epoch starts (their number is known only then).
 
 Pure arithmetic over the index's numbers (no files, no shared state). The first two checks and
 their messages are the reference's; the third is ours: shards whose only copy is local are never
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_cache_limit", "required_bytes"]
+__all__ = ["check_cache_limit", "check_readers_fit", "required_bytes"]
 
 
 def check_cache_limit(limit: int, index_bytes: int, shard_bytes: np.ndarray,
@@ -60,3 +61,33 @@ def required_bytes(index_bytes: int, shard_bytes: np.ndarray, kept: np.ndarray) 
     the largest of the others."""
     others = shard_bytes[~kept]
     return index_bytes + int(shard_bytes[kept].sum()) + (int(others.max()) if len(others) else 0)
+
+
+def check_readers_fit(limit: int, index_bytes: int, raw_bytes: np.ndarray,
+                      max_bytes: np.ndarray, readers: int) -> None:
+    """Raise `ValueError` when the node's `readers` cannot each keep a shard in the cache.
+
+    Every reader (a rank's DataLoader worker, or the rank itself) keeps the shard it reads,
+    and a worker whose batches wait for the training loop keeps it while it waits. With room
+    for fewer shards than readers, a reader the loop needs next can wait for room that only
+    readers blocked on the loop could free: a hang (as in the reference), or a `CacheFullError`
+    only once the wait gives up.
+
+    Args:
+        limit: the cache limit in bytes.
+        index_bytes: the bytes of every stream's index.json.
+        raw_bytes: per shard, its raw (decompressed) size: what a shard being read occupies.
+        max_bytes: per shard, raw + zip: what a shard being fetched reserves.
+        readers: the node's readers (ranks per node x workers per rank, or ranks).
+    """
+    if readers <= 1 or not len(raw_bytes):
+        return
+    largest_raw, largest = int(raw_bytes.max()), int(max_bytes.max())
+    need = index_bytes + (readers - 1) * largest_raw + largest
+    if limit < need:
+        raise ValueError(
+            f"Cache limit ({limit} bytes) cannot keep a shard for each of this node's {readers} "
+            f"readers (ranks x DataLoader workers): each keeps the shard it reads in the cache, "
+            f"which takes {need} bytes with the index.json files (shards of up to {largest_raw} "
+            f"bytes, {largest} while fetched). With less, the readers would wait on each other "
+            f"for ever. Raise `cache_limit` to at least {need} bytes or use fewer workers.")

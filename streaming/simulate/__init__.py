@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from streaming.cache.limits import check_cache_limit
+from streaming.cache.limits import check_cache_limit, check_readers_fit
 from streaming.order.request import PlanRequest, StreamSpec, plan_request
 from streaming.progress import Progress, make_progress
 from streaming.simulate.config import SimConfig
@@ -45,7 +45,7 @@ def _request(streams: Sequence[SimStream], config: SimConfig, epoch: int) -> Pla
 
 
 def _check(streams: Sequence[SimStream], config: SimConfig, samples_per_epoch: int,
-           index_bytes: int, cache_bytes: np.ndarray) -> None:
+           index_bytes: int, cache_bytes: np.ndarray, resident_bytes: np.ndarray) -> None:
     readers = config.nodes * config.ranks_per_node * config.readers_per_rank
     if samples_per_epoch < readers:
         raise ValueError(
@@ -56,6 +56,8 @@ def _check(streams: Sequence[SimStream], config: SimConfig, samples_per_epoch: i
         # The dataset's own check, with its message: a run the dataset refuses is refused here.
         check_cache_limit(config.cache_limit, index_bytes, cache_bytes,
                           np.ones(len(cache_bytes), bool))
+        check_readers_fit(config.cache_limit, index_bytes, resident_bytes, cache_bytes,
+                          config.ranks_per_node * config.readers_per_rank)
 
 
 def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None, *,
@@ -86,7 +88,7 @@ def simulate(streams: Sequence[SimStream | str], config: SimConfig | None = None
     most = np.concatenate([s.cache_bytes for s in sims])
     index_bytes = sum(s.index_bytes for s in sims)
     planned = plan_request(_request(sims, config, 0))
-    _check(sims, config, planned.streams.epoch_size, index_bytes, most)
+    _check(sims, config, planned.streams.epoch_size, index_bytes, most, resident)
     model = Model(config, fetch, resident, most, index_bytes,
                   int(sum(int(s.samples.sum()) for s in sims)), meta)
     offsets = planned.shard_offsets

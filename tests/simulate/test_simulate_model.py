@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from streaming.order.plan import OrderOptions
 from streaming.order.request import PlanRequest, StreamSpec, plan_request
-from streaming.simulate import SimConfig, SimStream, SimulationError, simulate
+from streaming.simulate import SimConfig, SimStream, simulate
 
 
 def _needed_bytes(stream: SimStream, config: SimConfig) -> list[int]:
@@ -154,9 +154,10 @@ def test_settings_read_as_the_dataset_and_the_dataloader_read_them():
 
 def test_a_cache_no_read_can_fit_in_fails_clearly_instead_of_hanging():
     # Four times the largest shard passes the dataset's check, but eight readers each holding
-    # a shard leave no room for the next one.
+    # a shard leave no room for the next one: refused up front, as the dataset refuses it
+    # when its epoch starts (`check_readers_fit`).
     stream = SimStream.synthetic(64, 10, 100_000)
-    with pytest.raises(SimulationError, match="cache_limit"):
+    with pytest.raises(ValueError, match="each of this node's 8 readers"):
         simulate([stream], SimConfig(ranks_per_node=2, workers=4, batch_size=10,
                                      cache_limit=400_000, shuffle=True, predownload=1))
 
