@@ -72,9 +72,17 @@ def choose_evictions(
     excess = usage_bytes + needed_bytes - limit_bytes
     if excess <= 0:
         return np.empty(0, np.int64)
-    ranked = rank_evictions(resident=resident, evictable=evictable, last_access=last_access,
-                            next_use=next_use)
-    freed = np.cumsum(size_bytes[ranked])
+    candidates = np.flatnonzero(resident & evictable)
+    # Usually one victim or a few make the room: rank only the best `want` (linear time, under
+    # the node's lock), widening when they do not free enough; a full sort of 10^5 resident
+    # shards per eviction made a run of evictions quadratic (the simulator's most of all).
+    want = 1
+    while True:
+        ranked = _best(candidates, want, last_access, next_use)
+        freed = np.cumsum(size_bytes[ranked])
+        if (len(freed) and freed[-1] >= excess) or len(ranked) == len(candidates):
+            break
+        want *= 8
     count = int(np.searchsorted(freed, excess, side="left")) + 1
     if count > len(ranked):
         raise nothing_to_evict(f"need {excess} more bytes, only "
@@ -82,17 +90,48 @@ def choose_evictions(
     return ranked[:count]
 
 
+def _best(candidates: np.ndarray, want: int, last_access: np.ndarray,
+          next_use: np.ndarray | None) -> np.ndarray:
+    """The first `want` of `candidates` (ascending ids) in `rank_evictions`' order, ties
+    included exactly (all of them, ranked, when `want` covers them), found by partial
+    selection instead of a sort of every candidate."""
+    if want >= len(candidates) // 4:  # no gain over the full sort
+        return _ranked(candidates, last_access, next_use)
+    if next_use is None:
+        return _ranked(np.sort(_smallest(candidates, last_access[candidates], want)), last_access,
+                       None)
+    later = -next_use[candidates].astype(np.float64)  # needed latest first
+    edge = np.partition(later, want - 1)[want - 1]
+    sure, tied = candidates[later < edge], candidates[later == edge]
+    top = np.concatenate([sure, _smallest(tied, last_access[tied], want - len(sure))])
+    return _ranked(np.sort(top), last_access, next_use)
+
+
+def _smallest(ids: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
+    """The `count` ids of the smallest keys, equal keys taken in the order of `ids` (what a
+    stable sort would take first)."""
+    if count >= len(ids):
+        return ids
+    edge = np.partition(keys, count - 1)[count - 1]
+    sure = ids[keys < edge]
+    return np.concatenate([sure, ids[keys == edge][:count - len(sure)]])
+
+
+def _ranked(ids: np.ndarray, last_access: np.ndarray, next_use: np.ndarray | None
+            ) -> np.ndarray:
+    if next_use is None:
+        order = np.argsort(last_access[ids], kind="stable")
+    else:
+        # lexsort: last key is primary. Latest next use first, then coldest.
+        order = np.lexsort((last_access[ids], -next_use[ids].astype(np.float64)))
+    return ids[order].astype(np.int64)
+
+
 def rank_evictions(*, resident: np.ndarray, evictable: np.ndarray, last_access: np.ndarray,
                    next_use: np.ndarray | None = None) -> np.ndarray:
     """The shards `choose_evictions` may take (resident and evictable), best victim first
     (int64 ids; its arguments mean the same)."""
-    candidates = np.flatnonzero(resident & evictable)
-    if next_use is None:
-        order = np.argsort(last_access[candidates], kind="stable")
-    else:
-        # lexsort: last key is primary. Latest next use first, then coldest.
-        order = np.lexsort((last_access[candidates], -next_use[candidates].astype(np.float64)))
-    return candidates[order].astype(np.int64)
+    return _ranked(np.flatnonzero(resident & evictable), last_access, next_use)
 
 
 def nothing_to_evict(detail: str) -> CacheFullError:

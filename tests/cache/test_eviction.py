@@ -72,3 +72,41 @@ def test_property_frees_enough_minimally(data) -> None:
     assert usage - sizes[out].sum() + needed <= limit
     if len(out):  # minimal: dropping the last victim would not have been enough
         assert usage - sizes[out[:-1]].sum() + needed > limit
+
+
+@st.composite
+def _caches(draw: st.DrawFn) -> dict:
+    n = draw(st.integers(1, 300))
+    ints = st.integers(0, 4)  # few distinct values: many ties, as NEVER / never-accessed make
+    return {
+        "size_bytes": np.array(draw(st.lists(st.integers(1, 50), min_size=n, max_size=n))),
+        "resident": np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))),
+        "evictable": np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))),
+        "last_access": np.array(draw(st.lists(ints, min_size=n, max_size=n)), np.uint64),
+        "next_use": draw(st.none() | st.just(np.array(
+            draw(st.lists(st.sampled_from([0, 1, 2, int(NEVER)]), min_size=n, max_size=n)),
+            np.int64))),
+        "needed_bytes": draw(st.integers(1, 400)),
+    }
+
+
+@given(_caches())
+@settings(max_examples=300, deadline=None)
+def test_partial_selection_picks_what_the_full_ranking_picks(cache: dict) -> None:
+    """`choose_evictions` ranks only the best few candidates (linear time under the node's
+    lock); it must take exactly the prefix of the full ranking, ties included."""
+    from streaming.cache.eviction import rank_evictions
+
+    usage = int(cache["size_bytes"][cache["resident"]].sum())
+    limit = max(usage, 1)
+    ranked = rank_evictions(resident=cache["resident"], evictable=cache["evictable"],
+                            last_access=cache["last_access"], next_use=cache["next_use"])
+    freed = np.cumsum(cache["size_bytes"][ranked])
+    excess = usage + cache["needed_bytes"] - limit
+    try:
+        out = choose_evictions(usage_bytes=usage, limit_bytes=limit, **cache)
+    except CacheFullError:
+        assert not len(freed) or freed[-1] < excess
+        return
+    count = int(np.searchsorted(freed, excess, side="left")) + 1
+    assert out.tolist() == ranked[:count].tolist()
