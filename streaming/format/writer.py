@@ -115,11 +115,11 @@ class Writer(ABC):
         self._parts: list[Any] = []  # every encoded piece of the buffered samples, in order
         self._sizes: list[int] = []  # encoded bytes of each buffered sample
         self.new_shard_size = self.extra_bytes_per_shard
-        if self._own_buffer:
-            self.new_samples = []  # shadows the descriptor
+        self._appended: list[Any] = []  # what the writer's own code put in `new_samples`
+        if "new_samples" in self.__dict__:  # a list of its own (see `writer_hooks`)
+            self.new_samples = []
 
     new_samples = BufferedSamples()  # the reference's buffer (see `writer_hooks`)
-    _own_buffer = False  # a subclass's own `write` may buffer into `new_samples` itself
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -185,7 +185,7 @@ class Writer(ABC):
     def _samples_so_far(self) -> int:
         """How many samples `write` accepted (the next one's number)."""
         return (sum(int(shard.get("samples", 0)) for shard in self.shards) + len(self._sizes)
-                + len(own_buffer(self) or ()))
+                + len(own_buffer(self)))
 
     def _check_columns(self, sample: Any) -> None:
         """Raise `MissingColumnError` if `sample` lacks a column."""
@@ -374,7 +374,8 @@ class Writer(ABC):
         does): without `finish()` or a `with` block, its buffered samples and the index are
         never written, silently in the reference."""
         state = self.__dict__
-        if state.get("_finished", True) or not (state.get("_sizes") or state.get("shards")):
+        if state.get("_finished", True) or not (state.get("_sizes") or state.get("_appended")
+                                                or state.get("shards")):
             return
         warnings.warn(
             f"{type(self).__name__} writing to {state.get('remote') or state.get('local')!r} was "

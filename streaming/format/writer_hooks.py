@@ -2,29 +2,74 @@
 
 Our writers encode a sample as pieces (`encode_parts`) and a shard as pieces
 (`encode_joint_parts`), so nothing is joined twice. The reference's subclasses override the
-whole-bytes hooks instead: `encode_sample`, `encode_joint_shard`, and some buffer samples
-themselves (``self.new_samples.append(...)`` in their own `write`, read back in their own
-`flush_shard`). `adapt_reference_hooks` makes such a subclass work as it did there: its hooks
-are the ones called, and its buffer is a real list that `finish` flushes. Otherwise its overrides
-would be skipped silently, or its samples never written.
+whole-bytes hooks instead (`encode_sample`, `encode_joint_shard`), and use its buffer,
+`new_samples`: they count it (``len(self.new_samples)`` to cut shards their own way), read it
+in their own `flush_shard`, or buffer samples into it themselves (``.append(...)`` in their own
+`write`). `adapt_reference_hooks` routes the hooks, and `new_samples` is a live view of the
+buffer (`SampleBuffer`) that takes appends, which `finish` flushes. Otherwise such overrides
+would be skipped silently, or their samples never written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["BufferedSamples", "adapt_reference_hooks", "native", "own_buffer"]
+__all__ = ["BufferedSamples", "SampleBuffer", "adapt_reference_hooks", "native", "own_buffer"]
+
+
+class SampleBuffer:
+    """`new_samples` as the reference's list: the encodings of the samples `write` buffered,
+    then whatever the writer's own code appended. Counting is O(1); reading materialises
+    the encodings (which our writer keeps as pieces)."""
+
+    __slots__ = ("_writer",)
+
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+
+    def _items(self) -> list[Any]:
+        return self._writer.buffered_encodings() + self._writer._appended
+
+    def __len__(self) -> int:
+        return len(self._writer._sizes) + len(self._writer._appended)
+
+    def __bool__(self) -> bool:
+        return bool(len(self))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items()[index]
+
+    def __eq__(self, other: object) -> bool:
+        return self._items() == list(other) if isinstance(other, (list, SampleBuffer)) else \
+            NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a list is unhashable too
+
+    def append(self, item: Any) -> None:
+        self._writer._appended.append(item)
+
+    def extend(self, items: Any) -> None:
+        self._writer._appended.extend(items)
+
+    def clear(self) -> None:
+        self._writer._reset_cache()
+
+    def __repr__(self) -> str:
+        return repr(self._items())
 
 
 class BufferedSamples:
-    """`Writer.new_samples`: the buffered samples' encodings, rebuilt from the writer's pieces
-    when read; a writer whose class buffers samples itself (`adapt_reference_hooks`) holds a
-    plain list under the same name instead, which this (non-data) descriptor leaves alone."""
+    """`Writer.new_samples` (a non-data descriptor): a `SampleBuffer` over the writer's buffer,
+    unless the writer's own code assigned a list of its own to the name, which then wins."""
 
     def __get__(self, writer: Any, owner: type | None = None) -> Any:
         if writer is None:
             return self
-        return writer.buffered_encodings()
+        return SampleBuffer(writer)
 
 
 def adapt_reference_hooks(cls: type) -> None:
@@ -42,8 +87,6 @@ def adapt_reference_hooks(cls: type) -> None:
                 parent = _nothing_to_join
             setattr(cls, f"_native_{pieces}", parent)
             setattr(cls, pieces, adapter)
-    if "write" in own:  # its own `write` may buffer into `new_samples`, as the reference's do
-        cls._own_buffer = True  # type: ignore[attr-defined]
 
 
 def native(cls: type, pieces: str) -> Any:
@@ -57,9 +100,11 @@ def native(cls: type, pieces: str) -> Any:
     raise AttributeError(pieces)
 
 
-def own_buffer(writer: Any) -> list[Any] | None:
-    """The list a reference-style subclass buffers into, or None for our own buffering."""
-    return writer.__dict__.get("new_samples")
+def own_buffer(writer: Any) -> list[Any]:
+    """What the writer's own code buffered (appended to `new_samples`, or a list it assigned to
+    that name), for `finish` to flush."""
+    assigned = writer.__dict__.get("new_samples")
+    return assigned if assigned is not None else writer._appended
 
 
 def _parts_of_encode_sample(self: Any, sample: dict[str, Any]) -> tuple[list[Any], int]:

@@ -96,3 +96,29 @@ def test_our_writers_keep_their_own_paths(tmp_path: Any) -> None:
     assert "new_samples" not in writer.__dict__
     assert writer.new_samples == [writer.encode_sample({"n": 7})]
     writer.finish()
+
+
+class _CutEvery(MDSWriter):
+    """Cuts shards its own way, counting `new_samples` before calling `super().write` (it
+    read 0 while its samples went through our buffer)."""
+
+    def __init__(self, *, rows: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rows = rows
+
+    def write(self, sample: dict[str, Any]) -> None:
+        if len(self.new_samples) == self.rows:
+            self.flush_shard()
+            self._reset_cache()
+        super().write(sample)
+
+
+def test_new_samples_counts_and_reads_the_buffer(tmp_path: Any) -> None:
+    with _CutEvery(out=str(tmp_path), columns={"n": "int"}, rows=3) as writer:
+        for i in range(7):
+            writer.write({"n": i})
+        assert len(writer.new_samples) == 1 and writer.new_samples
+        assert writer.new_samples == [writer.encode_sample({"n": 6})]
+    shards = json.load(open(tmp_path / "index.json"))["shards"]
+    assert [shard["samples"] for shard in shards] == [3, 3, 1]
+    assert [s["n"] for r in load_readers(str(tmp_path)) for s in r] == list(range(7))
