@@ -57,7 +57,7 @@ def remote_samples(reader: Reader, source: ShardSource,
         StreamingError or OSError: the remote failed to answer (the caller falls back).
         ShardFormatError: the remote shard's bytes do not decode.
     """
-    if (not isinstance(reader, MDSReader) or reader.zip_data is not None
+    if (not isinstance(reader, MDSReader) or reader.reads_its_own or reader.zip_data is not None
             or source.store is None or source.validate_hash or not len(indices)
             or fast_hash_of(reader.raw_data.hashes)):
         return None

@@ -51,6 +51,26 @@ class Reader(Array, ABC):
     _transient: tuple[str, ...] = ("_state",)  # attributes not pickled (rebuilt on first use)
     _file_keys: tuple[str, ...] = ("raw_data", "zip_data")  # file infos the constructor takes
     _bytes_as_views = False  # see `bytes_as_views`
+    _decode_bytes = False  # a user's `decode_sample` gets `bytes`, as the reference's did
+    reads_its_own = False  # a user's class reading samples its own way: no bulk path skips it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A reader class of the user's own that overrides how a sample is read (`get_item`,
+        `decode_sample`, `get_sample_data`) reads every sample through those, one at a time,
+        as the reference's iteration did: our formats' bulk paths (`iter_range`,
+        `read_columns`) would skip the override for all but the first sample of a run."""
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.split(".")[0] == "streaming":
+            return
+        own = vars(cls)
+        if any(name in own for name in ("get_item", "decode_sample", "get_sample_data")):
+            cls.reads_its_own = True
+            if "iter_range" not in own:
+                cls.iter_range = Reader.iter_range  # type: ignore[method-assign]
+            if "read_columns" not in own:
+                cls.read_columns = None  # type: ignore[attr-defined]  # see `EpochReads`
+        if "decode_sample" in own:
+            cls._decode_bytes = True
 
     def __init__(self, dirname: str, split: str | None, compression: str | None,
                  hashes: list[str], samples: int, size_limit: int | str | None) -> None:
@@ -304,7 +324,9 @@ class Reader(Array, ABC):
             FileNotFoundError: the raw file is not present locally.
             ShardFormatError: the sample's bytes cannot be decoded (names the file and sample).
         """
-        data = self.get_sample_data(idx)
+        data: bytes | memoryview = self.get_sample_data(idx)
+        if self._decode_bytes:
+            data = bytes(data)
         try:
             return self.decode_sample(data)
         except Exception as err:

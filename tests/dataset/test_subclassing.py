@@ -148,18 +148,37 @@ class _Doubling(MDSReader):
         return {"v": super().get_item(idx)["v"] * 2}
 
 
-def test_a_reader_swapped_into_shards_is_what_reads(ints30):
+class _TextDecoding(MDSReader):
+    """Decodes with `bytes` methods, as code written for the reference's readers may."""
+
+    def decode_sample(self, data: bytes) -> dict[str, Any]:
+        assert type(data) is bytes  # the reference handed it bytes; ours had a memoryview
+        return {"v": -int.from_bytes(data[-8:], "little")}
+
+
+@pytest.mark.parametrize("reader, expected", [(_Doubling, lambda v: 2 * v),
+                                              (_TextDecoding, lambda v: -v)])
+def test_a_reader_swapped_into_shards_is_what_reads(tmp_path, reader, expected):
     """`ds.shards[i] = reader` (code written for the reference's list swaps in subclasses of
-    its readers) raised 'ShardReaders' object does not support item assignment."""
-    with StreamingDataset(local=ints30, batch_size=5) as ds:
+    its readers) raised 'ShardReaders' object does not support item assignment; and a reader
+    of the user's own was skipped by the bulk reads for all but the first sample of a run."""
+    from streaming import MDSWriter
+
+    local = str(tmp_path / "ds")
+    with MDSWriter(out=local, columns={"v": "int64"}, size_limit=None) as writer:
+        for v in range(30):
+            writer.write({"v": v})
+    with StreamingDataset(local=local, batch_size=5) as ds:
         old = ds.shards[0]
-        ds.shards[0] = _Doubling.from_json(old.dirname, old.split, _entry(old))
-        assert isinstance(ds.shards[0], _Doubling)
-        assert int(ds[4]["v"]) == 8 and int(ds[5]["v"]) == 5
-        assert sorted(int(s["v"]) for s in ds) == sorted([2 * v for v in range(5)]
-                                                        + list(range(5, 30)))
+        ds.shards[0] = reader.from_json(old.dirname, old.split, _entry(old))
+        assert isinstance(ds.shards[0], reader)
+        assert int(ds[4]["v"]) == expected(4)
+        assert sorted(int(s["v"]) for s in ds) == sorted(expected(v) for v in range(30))
+        loader = StreamingDataLoader(ds, batch_size=5)
+        assert sorted(int(v) for b in loader for v in b["v"]) == sorted(
+            expected(v) for v in range(30))
         with pytest.raises(IndexError, match="out of range"):
-            ds.shards[6] = old
+            ds.shards[1] = old
 
 
 def _entry(reader: Any) -> dict[str, Any]:
