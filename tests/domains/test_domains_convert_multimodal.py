@@ -119,6 +119,22 @@ def test_crawl_limit_and_missing_columns(webvid_csv, tmp_path) -> None:
         crawl_webvid.main(args)
 
 
+def test_a_crawl_that_cannot_download_at_all_stops(webvid_csv, tmp_path, monkeypatch) -> None:
+    """Without the storage layer's HTTP client every row failed as if its video were gone,
+    and the crawl wrote an empty dataset with exit code 0."""
+    from streaming.errors import MissingDependencyError
+
+    def missing(url: str):
+        raise MissingDependencyError("http:// URLs need the package 'obstore'")
+
+    monkeypatch.setattr(crawl_webvid, "open_store", missing)
+    csv_path, _ = webvid_csv
+    args = crawl_webvid.parse_args(["--in", csv_path, "--out_root", str(tmp_path / "none"),
+                                    "--num_procs", "1"])
+    with pytest.raises(MissingDependencyError, match="obstore"):
+        crawl_webvid.main(args)
+
+
 def test_extract_moves_videos_out_and_the_outside_dataset_reads_them(webvid_csv,
                                                                      tmp_path) -> None:
     csv_path, expected = webvid_csv

@@ -21,6 +21,7 @@ from itertools import islice
 from multiprocessing import Pool
 from typing import Any, TypeVar
 
+from streaming.errors import MissingDependencyError
 from streaming.format.mds.writer import MDSWriter
 from streaming.storage import open_store
 
@@ -87,6 +88,8 @@ def download(obj: dict[str, Any]) -> dict[str, Any] | None:
     base, _, name = url.rpartition("/")
     try:  # our storage layer: its HTTP client, timeouts and retries
         content = open_store(base).get(name)
+    except MissingDependencyError:  # no download can work: not a row to skip, but the run
+        raise
     except Exception:  # noqa: BLE001 - a failed download only skips its row
         return None
     return {**obj, "duration": parse_duration(obj["duration"]), "content": content}
