@@ -83,7 +83,10 @@ def check_readers_fit(limit: int, index_bytes: int, raw_bytes: np.ndarray,
     if readers <= 1 or not len(raw_bytes):
         return
     largest_raw, largest = int(raw_bytes.max()), int(max_bytes.max())
-    need = index_bytes + (readers - 1) * largest_raw + largest
+    # No more shards are ever held than there are, and a cache holding them all never evicts.
+    held = min(readers, len(raw_bytes))
+    need = min(index_bytes + (held - 1) * largest_raw + largest,
+               index_bytes + int(max_bytes.sum()))
     if limit < need:
         raise ValueError(
             f"Cache limit ({limit} bytes) cannot keep a shard for each of this node's {readers} "

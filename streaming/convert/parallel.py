@@ -24,7 +24,7 @@ from typing import Any
 
 from streaming.convert.columns import ConversionError
 from streaming.convert.retire import parts_of_index, retire_parts
-from streaming.convert.staged_dir import staged_replacement
+from streaming.convert.staged_dir import real_target, staged_replacement
 from streaming.convert.subsets import existing_index
 from streaming.coord.orphans import exit_with_parent
 from streaming.format.index import get_index_basename
@@ -224,10 +224,11 @@ def run_tasks(tasks: Sequence[Any], write: WriteTask, out: Any, *, columns: Mapp
     _refuse_inputs_inside(out, inputs, exist_ok)
     if exist_ok and isinstance(out, str) and not scheme_of(out) and _non_empty_dir(out):
         # The old content stays until the new dataset is complete (`staged_dir`).
-        with staged_replacement(out) as staging:
+        target = real_target(out)
+        with staged_replacement(target) as staging:
             result = _run(tasks, write, staging, columns, num_workers, progress, total,
                           mp_context, keep_local, False, writer_kwargs)
-        return _moved(result, staging, os.path.abspath(os.path.expanduser(out)))
+        return _moved(result, staging, target)
     return _run(tasks, write, out, columns, num_workers, progress, total, mp_context,
                 keep_local, exist_ok, writer_kwargs)
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["staged_replacement"]
+__all__ = ["real_target", "staged_replacement"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +30,10 @@ def staged_replacement(target: str) -> Iterator[str]:
     `target` must exist and be non-empty (else there is nothing to keep: write to it
     directly). The staging directory is a hidden sibling, so renames never copy data.
     """
-    target = os.path.abspath(os.path.expanduser(target))
-    parent, name = os.path.split(target.rstrip(os.sep))
+    target = real_target(target)
+    parent, name = os.path.split(target)
     staging = tempfile.mkdtemp(prefix=f".{name}.new-", dir=parent)
+    os.chmod(staging, stat.S_IMODE(os.stat(target).st_mode))  # not mkdtemp's 0700
     try:
         yield staging
     except BaseException:
@@ -40,14 +42,23 @@ def staged_replacement(target: str) -> Iterator[str]:
     _swap_in(staging, target, parent, name)
 
 
+def real_target(path: str) -> str:
+    """Where a replacement of `path` goes: the directory itself, through symlinks (a link to a
+    big disk keeps pointing there and the data lands there)."""
+    return os.path.realpath(os.path.expanduser(path)).rstrip(os.sep) or os.sep
+
+
 def _swap_in(staging: str, target: str, parent: str, name: str) -> None:
     """Move `staging` to `target` and delete what `target` held."""
     logger.warning("Directory %s exists and is not empty; exist_ok is set, so its contents are "
                    "replaced by the new dataset.", target)
     old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
     try:
+        here = os.path.realpath(os.getcwd())
+        if here == target or here.startswith(target + os.sep):
+            raise OSError("the working directory is inside it")  # keep it: replace in place
         os.rename(target, os.path.join(old, name))
-    except OSError:  # a mount point, or a directory we may write in but not move: in place
+    except OSError:  # a mount point, a directory we may write in but not move, or the cwd
         for entry in os.listdir(target):
             path = os.path.join(target, entry)
             if os.path.isdir(path) and not os.path.islink(path):

@@ -176,3 +176,24 @@ def test_a_directory_that_cannot_be_moved_is_replaced_in_place(tmp_path: Any,
         (tmp_path / staging / "index.json").write_text("{}")
         assert sorted(os.listdir(target)) == ["old", "old.txt"]  # untouched meanwhile
     assert os.listdir(target) == ["index.json"] and sorted(os.listdir(tmp_path)) == ["mount"]
+
+
+def test_a_replaced_output_keeps_its_mode_its_link_and_the_working_directory(
+        tmp_path: Any, monkeypatch: Any) -> None:
+    """The staging folder was made 0700 and renamed in (other users lost access); a symlinked
+    output became a real folder beside the link (the link's target kept the old data); an
+    output that was the working directory was swapped away from under the process."""
+    disk = tmp_path / "disk" / "ds"
+    disk.mkdir(parents=True)
+    os.chmod(disk, 0o755)
+    link = tmp_path / "ds"
+    os.symlink(disk, link)
+    write_parallel([0], numbered, str(link), columns=COLUMNS, num_workers=0, exist_ok=True)
+    write_parallel([1], numbered, str(link), columns=COLUMNS, num_workers=0, exist_ok=True)
+    assert os.path.islink(link) and oct(os.stat(disk).st_mode & 0o777) == oct(0o755)
+    assert sorted(int(s["id"]) for s in read_back(str(disk))) == list(range(10, 20))
+    monkeypatch.chdir(disk)
+    result = write_parallel([2], numbered, ".", columns=COLUMNS, num_workers=0, exist_ok=True)
+    assert result.local == str(disk) and os.getcwd() == str(disk)
+    assert sorted(int(s["id"]) for s in read_back(".")) == list(range(20, 30))
+    assert sorted(os.listdir(tmp_path / "disk")) == ["ds"]  # no staging folder left
