@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["BufferedSamples", "SampleBuffer", "adapt_reference_hooks", "native", "own_buffer"]
+__all__ = ["BufferedSamples", "SampleBuffer", "adapt_reference_hooks", "native", "own_buffer",
+           "take_appended"]
 
 
 class SampleBuffer:
@@ -74,30 +75,63 @@ class BufferedSamples:
 
 def adapt_reference_hooks(cls: type) -> None:
     """Route a subclass's reference hooks (see the module docstring); called for every
-    subclass of `Writer` as it is defined."""
-    own = cls.__dict__
+    subclass of `Writer` as it is defined. A hook counts wherever the class gets it from (its
+    own body or a mixin), when it comes before our pieces method in the class's MRO."""
+    mro = cls.__mro__
     for hook, pieces, adapter in (("encode_sample", "encode_parts", _parts_of_encode_sample),
                                   ("encode_joint_shard", "encode_joint_parts",
                                    _parts_of_encode_joint_shard)):
-        if hook in own and pieces not in own:
-            # The inherited whole-bytes hook (what `super().encode_sample(...)` reaches) keeps
-            # the parent's pieces, or it would call the override back forever.
-            parent = native(cls.__mro__[1], pieces)
-            if getattr(parent, "__isabstractmethod__", False):  # nothing of ours to join
-                parent = _nothing_to_join
-            setattr(cls, f"_native_{pieces}", parent)
-            setattr(cls, pieces, adapter)
+        hook_at, pieces_at = _provider(mro, hook), _provider(mro, pieces)
+        if hook_at is None or pieces_at is None or hook_at >= pieces_at:
+            continue  # ours, or already routed by a base class
+        # The inherited whole-bytes hook (what `super().encode_sample(...)` reaches) keeps
+        # the pieces of the classes after the override, or it would call it back forever.
+        parent = native(cls, pieces, start=hook_at + 1)
+        if getattr(parent, "__isabstractmethod__", False):  # nothing of ours to join
+            parent = _nothing_to_join
+        setattr(cls, f"_native_{pieces}", parent)
+        setattr(cls, pieces, adapter)
 
 
-def native(cls: type, pieces: str) -> Any:
-    """The `pieces` method (``encode_parts``/``encode_joint_parts``) of our own that `cls`'s
-    whole-bytes hooks join: the nearest one not routed to an override of the hook."""
-    for klass in cls.__mro__:
-        if f"_native_{pieces}" in klass.__dict__:
-            return klass.__dict__[f"_native_{pieces}"]
-        if pieces in klass.__dict__:
-            return klass.__dict__[pieces]
+def _provider(mro: tuple[type, ...], name: str) -> int | None:
+    """Where in `mro` the attribute `name` is defined (None: nowhere)."""
+    return next((i for i, klass in enumerate(mro) if name in vars(klass)), None)
+
+
+def native(cls: type, pieces: str, start: int = 0) -> Any:
+    """The `pieces` method (``encode_parts``/``encode_joint_parts``) that `cls`'s whole-bytes
+    hooks join: one routed past an override of the hook wherever the MRO has one (a subclass
+    overriding the pieces method itself must not be reached from below it again), else the
+    first one from `start` on."""
+    mro = cls.__mro__[start:]
+    for klass in mro:
+        if f"_native_{pieces}" in vars(klass):
+            return vars(klass)[f"_native_{pieces}"]
+    for klass in mro:
+        if pieces in vars(klass):
+            return vars(klass)[pieces]
     raise AttributeError(pieces)
+
+
+def take_appended(writer: Any) -> None:
+    """Move what the writer's own code appended to `new_samples` (the reference's `write`,
+    copied into a subclass, appends each encoded sample) into the buffer our `flush_shard`
+    writes.
+
+    Raises:
+        TypeError: an appended item is not an encoded sample (bytes): only the subclass's own
+            `flush_shard` can write it.
+    """
+    appended = own_buffer(writer)
+    for item in appended:
+        if not isinstance(item, (bytes, bytearray, memoryview)):
+            raise TypeError(
+                f"new_samples holds a {type(item).__name__}, but {type(writer).__name__}."
+                "flush_shard writes encoded samples (bytes, from encode_sample): encode them "
+                "before appending, or override flush_shard to write them.")
+        writer._parts.append(item)
+        writer._sizes.append(len(item))
+    appended.clear()
 
 
 def own_buffer(writer: Any) -> list[Any]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from streaming.format.writer import Writer
 from streaming.format.writer_args import SIZE_LIMIT
-from streaming.format.writer_hooks import native
+from streaming.format.writer_hooks import native, take_appended
 
 __all__ = ["JointWriter", "SplitWriter", "uint32_offsets"]
 
@@ -44,6 +44,7 @@ class JointWriter(Writer):
 
     def flush_shard(self) -> None:
         self._check_sink()
+        take_appended(self)
         raw_name, zip_name = self._name_next_shard()
         raw_info, zip_info = self._process_file(self.encode_joint_parts(), raw_name, zip_name)
         entry = {"samples": len(self._sizes), "raw_data": raw_info, "zip_data": zip_info}
@@ -81,6 +82,7 @@ class SplitWriter(Writer):
 
     def flush_shard(self) -> None:
         self._check_sink()
+        take_appended(self)
         raw_data_name, zip_data_name = self._name_next_shard()
         raw_meta_name, zip_meta_name = self._name_next_shard("meta")
         data, meta = self._split_parts()

@@ -8,6 +8,7 @@ never as a hang or a division by zero deep in the model.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -87,8 +88,8 @@ class SimConfig:
             raise ValueError("`prefetch_factor` must be at least 1 with workers, got "
                              f"{self.prefetch_factor}.")
         if self.predownload is not None and (
-                not isinstance(self.predownload, int) or self.predownload < 0):
-            raise ValueError(f"`predownload` must be an integer, 0 or more, got "
+                not _whole(self.predownload) or self.predownload < 0):
+            raise ValueError(f"`predownload` must be a whole number, 0 or more, got "
                              f"{self.predownload!r}.")
         if self.cache_limit is not None and self.cache_limit <= 0:
             raise ValueError(f"`cache_limit` must be a positive number of bytes, got "
@@ -124,6 +125,8 @@ class SimConfig:
             object.__setattr__(self, "bandwidth", bytes_to_int(self.bandwidth))
         elif isinstance(self.bandwidth, np.generic):
             object.__setattr__(self, "bandwidth", self.bandwidth.item())
+        if _whole(self.predownload):  # 8.0, as the dataset takes it
+            object.__setattr__(self, "predownload", int(self.predownload))  # type: ignore[arg-type]
         if self.prefetch_factor is None:  # a DataLoader's default
             object.__setattr__(self, "prefetch_factor", 2)
 
@@ -152,3 +155,9 @@ class SimConfig:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _whole(value: Any) -> bool:
+    """Whether `value` is a whole number (``8`` or ``8.0``, not ``2.5`` or True)."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value) and float(value).is_integer())

@@ -122,3 +122,52 @@ def test_new_samples_counts_and_reads_the_buffer(tmp_path: Any) -> None:
     shards = json.load(open(tmp_path / "index.json"))["shards"]
     assert [shard["samples"] for shard in shards] == [3, 3, 1]
     assert [s["n"] for r in load_readers(str(tmp_path)) for s in r] == list(range(7))
+
+
+class _UpperMixin:
+    def encode_sample(self, sample: dict[str, Any]) -> bytes:
+        return super().encode_sample(dict(sample, text=sample["text"].upper()))  # type: ignore[misc]
+
+
+class _MixedIn(_UpperMixin, MDSWriter):
+    pass
+
+
+class _Bang(_Upper):
+    """Our pieces hook over a class overriding the reference's hook: recursed forever."""
+
+    def encode_parts(self, sample: dict[str, Any]) -> tuple[list[Any], int]:
+        return super().encode_parts(dict(sample, text=sample["text"] + "!"))
+
+
+class _ReferenceWrite(MDSWriter):
+    """The reference's own `write`, copied into a subclass (to tweak the size policy), with
+    our `flush_shard`: its samples were never written (shards of 0 samples)."""
+
+    def write(self, sample: dict[str, Any]) -> None:
+        data = self.encode_sample(sample)
+        size = len(data) + self.extra_bytes_per_sample
+        if self.size_limit and self.size_limit < self.new_shard_size + size:
+            self.flush_shard()
+            self._reset_cache()
+        self.new_samples.append(data)
+        self.new_shard_size += size
+
+
+def test_hooks_from_a_mixin_a_mixed_hierarchy_and_a_copied_write(tmp_path: Any) -> None:
+    def texts(out: str) -> list[str]:
+        return [s["text"] for r in load_readers(out) for s in r]
+
+    with _MixedIn(out=str(tmp_path / "a"), columns={"text": "str"}) as writer:
+        writer.write({"text": "abc"})
+    assert texts(str(tmp_path / "a")) == ["ABC"]  # the mixin's hook was skipped
+    with _Bang(out=str(tmp_path / "b"), columns={"text": "str"}) as writer:
+        writer.write({"text": "abc"})
+    assert texts(str(tmp_path / "b")) == ["ABC!"]
+    with _ReferenceWrite(out=str(tmp_path / "c"), columns={"text": "str"},
+                         size_limit=250) as writer:
+        for i in range(10):
+            writer.write({"text": f"t{i}"})
+    assert texts(str(tmp_path / "c")) == [f"t{i}" for i in range(10)]
+    shards = json.load(open(tmp_path / "c" / "index.json"))["shards"]
+    assert len(shards) > 1 and sum(shard["samples"] for shard in shards) == 10

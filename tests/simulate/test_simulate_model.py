@@ -147,9 +147,9 @@ def test_settings_read_as_the_dataset_and_the_dataloader_read_them():
     was refused: the dataset reads 1,000 samples, no cache limit, and the DataLoader's
     default of 2."""
     config = SimConfig(batch_size=4, epoch_size="1k", cache_limit=0, prefetch_factor=None,
-                       bandwidth="10mb")
-    assert (config.epoch_size, config.cache_limit, config.prefetch_factor, config.bandwidth) == (
-        1000, None, 2, 10 << 20)
+                       bandwidth="10mb", predownload=8.0)
+    assert (config.epoch_size, config.cache_limit, config.prefetch_factor, config.bandwidth,
+            config.predownload) == (1000, None, 2, 10 << 20, 8)
 
 
 def test_a_cache_no_read_can_fit_in_fails_clearly_instead_of_hanging():
