@@ -49,25 +49,35 @@ def real_target(path: str) -> str:
 
 
 def _swap_in(staging: str, target: str, parent: str, name: str) -> None:
-    """Move `staging` to `target` and delete what `target` held."""
+    """Move `staging` to `target` and delete what `target` held: by renaming the directories,
+    or, when `target` cannot be moved (a mount point, a folder we may write in but not move,
+    the working directory), by moving the entries."""
     logger.warning("Directory %s exists and is not empty; exist_ok is set, so its contents are "
                    "replaced by the new dataset.", target)
     old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
-    try:
-        here = os.path.realpath(os.getcwd())
-        if here == target or here.startswith(target + os.sep):
-            raise OSError("the working directory is inside it")  # keep it: replace in place
-        os.rename(target, os.path.join(old, name))
-    except OSError:  # a mount point, a directory we may write in but not move, or the cwd
-        for entry in os.listdir(target):
-            path = os.path.join(target, entry)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-        for entry in os.listdir(staging):
-            os.rename(os.path.join(staging, entry), os.path.join(target, entry))
-        os.rmdir(staging)
-    else:
+    here = os.path.realpath(os.getcwd())
+    moved = False
+    if here != target and not here.startswith(target + os.sep):
+        try:
+            os.rename(target, os.path.join(old, name))
+            moved = True
+        except OSError:
+            pass
+    if moved:
         os.rename(staging, target)
+    else:
+        _replace_entries(staging, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _replace_entries(staging: str, target: str) -> None:
+    """`target`'s entries deleted, then `staging`'s moved in; `staging` removed."""
+    for entry in os.listdir(target):
+        path = os.path.join(target, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    for entry in os.listdir(staging):
+        os.rename(os.path.join(staging, entry), os.path.join(target, entry))
+    os.rmdir(staging)
