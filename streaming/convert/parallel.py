@@ -25,7 +25,7 @@ from typing import Any
 from streaming.convert.columns import ConversionError
 from streaming.convert.retire import parts_of_index, retire_parts
 from streaming.convert.staged_dir import real_target, staged_replacement
-from streaming.convert.subsets import existing_index
+from streaming.convert.subsets import existing_index, refuse_replacing
 from streaming.coord.orphans import exit_with_parent
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
@@ -270,12 +270,9 @@ def _write_and_merge(tasks: Sequence[Any], write: WriteTask, local: str, remote:
                      progress: bool | Progress, total: int | None, mp_context: str | None,
                      keep_local: bool, exist_ok: bool,
                      writer_kwargs: Mapping[str, Any]) -> ParallelResult:
-    replacing = remote is not None and existing_index(None, remote) is not None
-    if replacing and not exist_ok:
-        raise FileExistsError(
-            f"{remote} already holds a dataset (an {get_index_basename()}). Pass exist_ok=True "
-            "(`--exist-ok`) to replace it (the old one stays readable until the new index is "
-            "written), or choose another output.")
+    found = existing_index(None, remote) if remote is not None else None
+    refuse_replacing(found, exist_ok)
+    replacing = found is not None
     flat = len(tasks) == 1 and not replacing
     replaced = parts_of_index(remote) if replacing and remote else []
     prefix = f"{uuid.uuid4().hex[:8]}-" if replacing else ""

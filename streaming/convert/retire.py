@@ -18,7 +18,7 @@ from streaming.format.index import get_index_basename, read_index_objects
 from streaming.merge import RETIRED_MARKER
 from streaming.storage import open_store
 
-__all__ = ["parts_of_index", "retire_parts"]
+__all__ = ["parts_of_index", "retire_parts", "retire_prefixed"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,3 +61,21 @@ def retire_parts(remote: str, names: Iterable[str], why: str) -> None:
             except Exception as err:  # noqa: BLE001 - see the docstring
                 logger.warning("Could not mark %s/%s as not part of the dataset (%s); delete it "
                                "before merging %s.", remote.rstrip("/"), name, err, remote)
+
+
+def retire_prefixed(remote: str, prefix: str, why: str, keep: Iterable[str] = ()) -> None:
+    """Mark every sub-dataset folder of `remote` whose name starts with `prefix` (one run's or
+    one job's), except those in `keep` (the ones its committed index names).
+
+    Best effort, as `retire_parts`: a remote that cannot be listed is logged, never raised over
+    the error or result the caller is reporting.
+    """
+    try:
+        listed = open_store(remote).list(prefix)
+    except Exception as err:  # noqa: BLE001 - see the docstring
+        logger.warning("Could not list %s to mark its %s* sub-datasets (%s); delete them before "
+                       "merging %s.", remote, prefix, err, remote)
+        return
+    kept = set(keep)
+    folders = {path.split("/", 1)[0] for path in listed if "/" in path}
+    retire_parts(remote, sorted(folders - kept), why)

@@ -22,12 +22,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streaming.convert.column_values import partition_rows
-from streaming.convert.retire import parts_of_index, retire_parts
+from streaming.convert.retire import parts_of_index, retire_parts, retire_prefixed
 from streaming.convert.spark_schema import SPARK_TO_MDS, infer_dataframe_schema, is_json_compatible
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import merge_partitions
-from streaming.storage import open_store
 from streaming.storage.sink import open_sink
 
 __all__ = ["SPARK_TO_MDS", "dataframe_to_mds", "infer_dataframe_schema", "is_json_compatible"]
@@ -237,8 +236,8 @@ def _convert(dataframe: Any, merge_index: bool, mds_kwargs: dict[str, Any] | Non
             merge_partitions([(row[_RESULT_FIELDS[0]], row[_RESULT_FIELDS[1]]) for row in rows],
                              out, keep_local=keep_local_files, download_timeout=60)
     except BaseException:
-        if remote:
-            _retire_run(remote, prefix)
+        if remote:  # each uploaded part has an index of its own: a merge would publish it
+            retire_prefixed(remote, prefix, "the dataframe_to_mds run that wrote it failed")
         raise
     if replaced:  # never among this run's folders (see `prefix`)
         logger.warning("Replaced the dataset at %s; its %d previous sub-dataset(s) stay there, "
@@ -260,16 +259,3 @@ def _open_root(out: Any) -> tuple[str, Any]:
             f"{err}. dataframe_to_mds writes into an empty (or new) directory and never clears "
             "one (`exist_ok` in mds_kwargs applies to each partition's own folder): delete it "
             "or choose another `out`.") from err
-
-
-def _retire_run(remote: str, prefix: str) -> None:
-    """After a failed run: mark the sub-datasets its tasks uploaded (each has an index of its
-    own, so a later `merge_index` of the remote would publish them). Best effort."""
-    try:
-        listed = open_store(remote).list(prefix)
-    except Exception as err:  # noqa: BLE001 - the run's own error is the one to raise
-        logger.warning("Could not list %s to mark the failed run's sub-datasets (%s).", remote,
-                       err)
-        return
-    retire_parts(remote, sorted({path.split("/", 1)[0] for path in listed if "/" in path}),
-                 "the dataframe_to_mds run that wrote it failed")

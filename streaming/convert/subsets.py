@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from streaming.convert.column_values import partition_rows
 from streaming.convert.columns import ConversionError, infer_columns
-from streaming.convert.retire import parts_of_index, retire_parts
+from streaming.convert.retire import parts_of_index, retire_parts, retire_prefixed
 from streaming.format.index import get_index_basename
 from streaming.format.mds.writer import MDSWriter
 from streaming.merge import MergeReport, merge_partitions
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["SubsetResult", "WritePlan", "abandon", "check_columns", "commit", "plan_write",
-           "write_subset"]
+           "refuse_replacing", "write_subset"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,20 @@ def existing_index(local: str | None, remote: str | None) -> str | None:
     return None
 
 
+def refuse_replacing(found: str | None, exist_ok: bool) -> None:
+    """Refuse an output that already holds a dataset (its index at `found`) without
+    `exist_ok`; the one check of every converter that replaces datasets whole.
+
+    Raises:
+        FileExistsError: naming the index and how to replace it.
+    """
+    if found and not exist_ok:
+        raise FileExistsError(
+            f"{found} already exists: the output already holds a dataset. Pass exist_ok=True "
+            "(`--exist-ok`) to replace it (the old one stays readable until the new index is "
+            "written), or choose another output.")
+
+
 def plan_write(out: Any, *, exist_ok: bool, writer_kwargs: Mapping[str, Any]) -> WritePlan:
     """Check the output root and name a new job.
 
@@ -97,11 +111,7 @@ def plan_write(out: Any, *, exist_ok: bool, writer_kwargs: Mapping[str, Any]) ->
     """
     local, remote = split_out(out)
     found = existing_index(local, remote)
-    if found and not exist_ok:
-        raise FileExistsError(
-            f"{found} already exists: the output already holds a dataset. Pass exist_ok=True "
-            "to replace it (the old index stays readable until the new one is committed), or "
-            "choose another output.")
+    refuse_replacing(found, exist_ok)
     for key in ("out", "columns"):
         if key in writer_kwargs:
             raise ValueError(f"{key!r} is set by the converter; pass it as its own argument")
@@ -241,8 +251,8 @@ def commit(plan: WritePlan, results: Sequence[SubsetResult | None]) -> MergeRepo
     if plan.remote is not None:  # what the remote keeps (it is never deleted from) is marked
         retire_parts(plan.remote, [old for old in plan.replaced if old not in names],
                      "a later conversion replaced this dataset")
-        retire_parts(plan.remote, [name for name in _job_parts(plan) if name not in names],
-                     "an attempt of a conversion task that another attempt replaced")
+        retire_prefixed(plan.remote, f"{plan.job}-",
+                        "an attempt of a conversion task that another attempt replaced", names)
     logger.info("committed %d sub-datasets (%d rows) to %s", len(done),
                 sum(r.rows for r in done), plan.out)
     return report
@@ -257,19 +267,4 @@ def abandon(plan: WritePlan) -> None:
             if entry.is_dir() and entry.name.startswith(f"{plan.job}-"):
                 shutil.rmtree(entry.path, ignore_errors=True)
     if plan.remote is not None:
-        try:
-            parts = _job_parts(plan)
-        except Exception as err:  # noqa: BLE001 - the job's own error is the one to raise
-            logger.warning("Could not list %s to mark the failed job's sub-datasets (%s): "
-                           "delete %s/%s-* before merging it.", plan.remote, err,
-                           plan.remote.rstrip("/"), plan.job)
-            return
-        retire_parts(plan.remote, parts, "the conversion that wrote it failed")
-
-
-def _job_parts(plan: WritePlan) -> list[str]:
-    """The sub-dataset folders this job's task attempts left at the remote."""
-    assert plan.remote is not None
-    listed = open_store(plan.remote).list(f"{plan.job}-")
-    return sorted({path.split("/", 1)[0] for path in listed
-                   if "/" in path and _SUBSET_NAME.match(path.split("/", 1)[0])})
+        retire_prefixed(plan.remote, f"{plan.job}-", "the conversion that wrote it failed")
