@@ -201,15 +201,18 @@ def _decode_all(reader: Any, directory: str, result: ShardResult,
                                 zip(reader.column_names, reader.column_encodings)
                                 if not is_mds_encoding_safe(encoding)]
         return
+    try:  # the file as a whole (missing, changed at its source, a corrupt header): said once,
+        if not reader.reads_its_own:  # not by every sample
+            reader._opened()
+    except Exception as err:  # noqa: BLE001 - a shard that cannot be opened is a finding
+        result.problems.append(Problem(result.shard, None, f"{type(err).__name__}: {err}"))
+        return
     try:
         for _ in reader.iter_range():
             result.samples += 1
         return
-    except Exception as err:  # noqa: BLE001 - any decode failure is reported below, per sample
+    except Exception:  # noqa: BLE001 - any decode failure is reported below, per sample
         result.samples = 0
-        if _about_the_shard(err):  # every sample would repeat it: said once
-            result.problems.append(Problem(result.shard, None, f"{type(err).__name__}: {err}"))
-            return
     failures = 0
     for idx in range(reader.samples):
         try:
@@ -220,16 +223,6 @@ def _decode_all(reader: Any, directory: str, result: ShardResult,
             if failures <= _MAX_SAMPLE_PROBLEMS:
                 result.problems.append(Problem(result.shard, idx, f"{type(err).__name__}: {err}"))
     result.unlisted = max(failures - _MAX_SAMPLE_PROBLEMS, 0)
-
-
-def _about_the_shard(err: BaseException) -> bool:
-    """Whether a read's error is about the shard file as a whole (missing, changed at its
-    source, a corrupt header), not about the bytes of one sample."""
-    from streaming.errors import HashMismatchError, ShardFormatError
-
-    if isinstance(err, (OSError, HashMismatchError)):
-        return True
-    return isinstance(err, ShardFormatError) and str(err).startswith("Shard file")
 
 
 def _check_mds(reader: Any, directory: str, result: ShardResult, maps: dict[str, Any],
