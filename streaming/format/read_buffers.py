@@ -24,13 +24,28 @@ import threading
 import weakref
 from multiprocessing.reduction import ForkingPickler
 
-__all__ = ["CHUNK_BYTES", "ReadBuffers", "pickle_views_as_bytes", "read_buffers"]
+import numpy as np
+
+__all__ = ["ALIGN", "CHUNK_BYTES", "ReadBuffers", "pickle_views_as_bytes", "read_buffers"]
 
 # Bytes of samples read per `os.preadv` (a sample larger than this gets a buffer of its own).
 # Small enough for a chunk to still be in the CPU's L2/L3 caches when its values are read.
 # (2 MiB read 100 KB images 6% faster in one interleaved comparison, as fast in a second, and
 # slower in the benchmark harness: not a change worth making.)
 CHUNK_BYTES = 1 << 20
+
+# Every view `take` returns starts at a multiple of this many bytes in memory (a cache line). A
+# value viewed at an address that is not a multiple of 8 is read ~35% slower by numpy's
+# reductions (measured: an xor over 100 KB, 3.26 us against 2.42 us aligned).
+ALIGN = 64
+
+
+def _aligned(nbytes: int) -> tuple[bytearray, int]:
+    """A new buffer of `nbytes` usable bytes and the offset in it where they start aligned."""
+    buffer = bytearray(nbytes + ALIGN - 1)
+    _unviewed(buffer)  # its first append grows (and may move) the allocation: later ones do not
+    address = np.frombuffer(buffer, np.uint8).ctypes.data  # the export ends with the array
+    return buffer, -address % ALIGN
 
 
 def _unviewed(buffer: bytearray) -> bool:
@@ -56,31 +71,33 @@ class ReadBuffers:
             raise ValueError(f"`size` and `keep` must be positive, got {size} and {keep}.")
         self.size = size
         self.keep = keep
-        self._pool: list[bytearray] = []
+        self._pool: list[tuple[bytearray, int]] = []  # each buffer and its `_aligned` shift
         self._lock = threading.Lock()
         self.allocated = 0  # buffers made so far (a test and a benchmark read it)
 
     def take(self, nbytes: int) -> memoryview:
-        """A writable view of `nbytes` bytes that no other view shares.
+        """A writable view of `nbytes` bytes that no other view shares, starting at an address
+        that is a multiple of `ALIGN`.
 
         The view keeps its buffer from being handed out again until it and every view derived
         from it (slices, `toreadonly()`, numpy arrays over it) are gone.
         """
         if nbytes > self.size:
             self.allocated += 1
-            return memoryview(bytearray(nbytes))
+            buffer, shift = _aligned(nbytes)
+            return memoryview(buffer)[shift:shift + nbytes]
         with self._lock:  # the check and the export happen together: no two takers share
             pool = self._pool
-            for position, buffer in enumerate(pool):
+            for position, (buffer, shift) in enumerate(pool):
                 if _unviewed(buffer):
                     pool.append(pool.pop(position))  # least recently taken first next time
-                    return memoryview(buffer)[:nbytes]
-            buffer = bytearray(self.size)
+                    return memoryview(buffer)[shift:shift + nbytes]
+            buffer, shift = _aligned(self.size)
             self.allocated += 1
-            pool.append(buffer)
+            pool.append((buffer, shift))
             if len(pool) > self.keep:  # every kept buffer is still viewed: forget the oldest
                 del pool[0]  # (its views keep it alive; it is freed with the last of them)
-            return memoryview(buffer)[:nbytes]
+            return memoryview(buffer)[shift:shift + nbytes]
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()  # another thread may have held it at fork time

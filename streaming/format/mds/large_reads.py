@@ -31,9 +31,12 @@ from streaming.format.mds.read_plan import (
     ReadStep,
     ViewPart,
 )
-from streaming.format.read_buffers import CHUNK_BYTES, read_buffers
+from streaming.format.read_buffers import ALIGN, CHUNK_BYTES, read_buffers
 
 __all__ = ["buffered_samples", "pread_samples"]
+
+# Most samples scattered by one `os.preadv` (one piece each; Linux takes at most 1024 pieces).
+_PIECES_MAX = 256
 
 
 
@@ -51,12 +54,17 @@ def _pread_rest(fd: int, data: bytes, want: int, offset: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _preadv_full(fd: int, target: memoryview, offset: int) -> int:
-    """Fill `target` from `offset` by as many `os.preadv` calls as it takes (see
-    `_pread_rest`); the bytes read, short only at the file's end."""
-    got = os.preadv(fd, [target], offset)
-    while got < len(target):
-        more = os.preadv(fd, [target[got:]], offset + got)
+def _preadv_full(fd: int, targets: list[memoryview], want: int, offset: int) -> int:
+    """Fill `targets`, in order, with the `want` bytes at `offset` by as many `os.preadv` calls
+    as it takes (see `_pread_rest`); the bytes read, short only at the file's end."""
+    got = os.preadv(fd, targets, offset)
+    while got < want:
+        skip, rest = got, []
+        for target in targets:  # what is still empty: the partly filled piece and those after
+            if skip < len(target):
+                rest.append(target[skip:])
+            skip = max(skip - len(target), 0)
+        more = os.preadv(fd, rest, offset + got)
         if not more:
             break
         got += more
@@ -123,7 +131,12 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     """The block's samples, read a chunk of about `CHUNK_BYTES` at a time with one `os.preadv`
     into a buffer of `read_buffers`; columns whose coder is a `views` instance come back as
     read-only views of it (no copy; the buffer is reused only once no view of it is left), the
-    others decoded from it (see `read_plan.view_template`)."""
+    others decoded from it (see `read_plan.view_template`).
+
+    The read scatters the chunk's samples into slots of their own, each placed so that its
+    first viewed value (`ViewPlans.lead`) starts on an `ALIGN` boundary in memory: a reader of
+    the view (numpy over an image's bytes) then runs at the speed of an aligned `bytes`.
+    """
     unpack_from, head_size = (head.unpack_from, head.size) if head else (None, 0)
     plans = ViewPlans(columns, head_size, views)
     lengths: tuple[int, ...] = ()
@@ -131,22 +144,31 @@ def buffered_samples(fd: int, columns: list[Column], head: struct.Struct | None,
     parts: list[ViewPart] = []
     size = 0
     total = len(offsets) - 1
-    # Each chunk ends at the last sample boundary within CHUNK_BYTES of its start (at least one
-    # sample), found for the whole block at once.
-    limits = (np.searchsorted(offsets, offsets[:-1] + CHUNK_BYTES, "right") - 1).tolist()
-    bounds = offsets.tolist()
+    sizes = np.diff(offsets)
+    slots = np.zeros(total + 1, np.int64)  # each sample's slot: its size rounded up to ALIGN
+    np.cumsum((sizes + ALIGN - 1) // ALIGN * ALIGN, out=slots[1:])
+    # Each chunk ends at the last slot within CHUNK_BYTES of its start, its padding included (at
+    # least one sample, at most _PIECES_MAX), found for the whole block at once.
+    limits = np.minimum(np.searchsorted(slots, slots[:-1] + CHUNK_BYTES - ALIGN, "right") - 1,
+                        np.arange(_PIECES_MAX, total + _PIECES_MAX)).tolist()
+    pad = -plans.lead % ALIGN  # where a chunk's first sample starts in its (aligned) buffer
+    bounds, spans, starts = offsets.tolist(), sizes.tolist(), slots.tolist()
     first = 0
     try:
         while first < total:
             last = max(limits[first], first + 1)
-            start, stop = bounds[first], bounds[last]
-            target = read_buffers.take(stop - start)
-            if _preadv_full(fd, target, start) < stop - start:
-                raise corrupt(f"{stop - start} bytes at {start} run past its end.")
+            base = starts[first] - pad  # a sample's position in the buffer: its slot - base
+            target = read_buffers.take(starts[last] - base)
+            pieces = [target[starts[i] - base:starts[i] - base + spans[i]]
+                      for i in range(first, last)]
+            want = bounds[last] - bounds[first]
+            if _preadv_full(fd, pieces, want, bounds[first]) < want:
+                raise corrupt(f"{want} bytes at {bounds[first]} run past its end.")
             chunk = target.toreadonly()
-            del target
-            for a, b in pairwise(bounds[first:last + 1]):
-                a, b = a - start, b - start
+            del target, pieces
+            for i in range(first, last):
+                a = starts[i] - base
+                b = a + spans[i]
                 if unpack_from is not None:
                     lengths = unpack_from(chunk, a)
                 if lengths != placed:  # runs of one layout skip the lookup

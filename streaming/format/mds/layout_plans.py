@@ -20,6 +20,7 @@ from streaming.format.mds.read_plan import (
     pread_template,
     ready_template,
     shape_of,
+    view_lead,
     view_template,
 )
 
@@ -60,6 +61,7 @@ class ViewPlans:
     def __init__(self, columns: list[Column], head_size: int, views: type) -> None:
         self.head_size = head_size
         self._template = view_template(columns, views)
+        self.lead = view_lead(self._template, head_size)  # see `view_lead`
 
     def get(self, lengths: tuple[int, ...]) -> tuple[list[ViewPart], int]:
         return place_parts(self._template, lengths, self.head_size)

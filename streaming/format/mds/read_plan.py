@@ -23,7 +23,8 @@ from streaming.format.encodings.text import Bytes
 
 __all__ = ["DECODE", "FILL", "NUMBER", "PREAD_MIN", "RAW", "VIEW", "Column", "ReadStep",
            "ReadyTemplate", "StepTemplate", "ViewPart", "ViewTemplate", "place_parts",
-           "place_steps", "pread_template", "ready_template", "shape_of", "view_template"]
+           "place_steps", "pread_template", "ready_template", "shape_of", "view_lead",
+           "view_template"]
 
 # Blocks whose samples average at least this many bytes are read with `os.pread`, one call per
 # large value (and one per run of small ones), instead of copied out of the mapping: the kernel's
@@ -237,6 +238,20 @@ def view_template(columns: list[Column], views: type) -> list[ViewTemplate]:
         size, slot = (column.size, -1) if column.size is not None else (0, column.slot)
         template.append(ViewTemplate(column.name, kind, fn, size, slot))
     return template
+
+
+def view_lead(template: list[ViewTemplate], head_size: int) -> int:
+    """Where the first viewed value of every layout starts in its sample: after the header and
+    the fixed-size values before it. If a variable value comes first, its position varies, and
+    the header's end is returned (where the first value starts)."""
+    at = head_size
+    for _, kind, _, size, slot in template:
+        if kind == VIEW:
+            return at
+        if slot >= 0:
+            return head_size
+        at += size
+    return head_size
 
 
 def place_parts(template: list[ViewTemplate], lengths: tuple[int, ...],
