@@ -58,7 +58,8 @@ def remote_samples(reader: Reader, source: ShardSource,
         ShardFormatError: the remote shard's bytes do not decode.
     """
     if (not isinstance(reader, MDSReader) or reader.reads_its_own or reader.zip_data is not None
-            or source.store is None or source.validate_hash or not len(indices)
+            or source.store is None or not source.store.supports_ranges  # (whole reads: DBFS)
+            or source.validate_hash or not len(indices)
             or fast_hash_of(reader.raw_data.hashes)):
         return None
     lo, hi = int(indices.min()), int(indices.max()) + 1

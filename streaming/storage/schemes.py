@@ -18,8 +18,8 @@ from streaming.storage.urls import scheme_of
 if TYPE_CHECKING:
     from streaming.storage.base import Store
 
-__all__ = ["StoreSpec", "register_store", "get_store_spec", "registered_schemes", "open_store",
-           "scheme_of"]
+__all__ = ["StoreSpec", "add_store_resolver", "register_store", "get_store_spec",
+           "registered_schemes", "open_store", "scheme_of"]
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,24 @@ class StoreSpec:
 
 
 _STORES: dict[str, StoreSpec] = {}
+# Asked before the table, in order: each returns the store for a URL it serves, else None.
+_RESOLVERS: list[Callable[[str], Store | None]] = []
 
 
 def register_store(scheme: str, target: str, extra: str | None = None) -> None:
     """Serve `scheme` with the store at `target` (``"module:attribute"``), replacing any other."""
     _STORES[scheme] = StoreSpec(target, extra)
+
+
+def add_store_resolver(resolver: Callable[[str], Store | None]) -> None:
+    """Let `resolver(url)` serve URLs ahead of the scheme table (returning None for the URLs it
+    leaves to the table); added once however often this is called.
+
+    How the old import path's downloader table reaches datasets: a `CloudDownloader` a user puts
+    in `streaming.base.storage.download.DOWNLOADER_MAPPINGS` serves its scheme everywhere.
+    """
+    if resolver not in _RESOLVERS:
+        _RESOLVERS.append(resolver)
 
 
 def get_store_spec(scheme: str) -> StoreSpec | None:
@@ -78,12 +91,17 @@ def open_store(url: str, **options: Any) -> Store:
         ValueError: the scheme is not registered (the message names the URL).
         MissingDependencyError: the scheme's client library is not installed.
     """
+    for resolve in _RESOLVERS:
+        store = resolve(url)
+        if store is not None:
+            return store
     scheme = scheme_of(url)
     spec = _STORES.get(scheme)
     if spec is None:
         raise ValueError(
             f"Unsupported remote path: {url} (no storage backend for scheme {scheme!r}; "
-            f"known: {', '.join(s or '<local path>' for s in registered_schemes())})"
+            f"known: {', '.join(s or '<local path>' for s in registered_schemes())}; serve "
+            f"another with streaming.storage.register_store)"
         )
     return _load(scheme, spec)(url, **options)
 

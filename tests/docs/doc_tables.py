@@ -30,7 +30,7 @@ NEEDS: dict[Key, tuple[str, ...]] = {
     ("docs/parquet.md", 1): ("pyarrow",),
     ("docs/parquet.md", 2): ("pyarrow",),
     ("docs/simulate.md", 1): ("matplotlib",),
-    ("docs/storage.md", 3): ("weed",),
+    ("docs/storage.md", 4): ("weed",),
 }
 
 PRELUDES: dict[Key, str] = {
@@ -69,6 +69,13 @@ PRELUDES: dict[Key, str] = {
         del dataset
     """,
     ("docs/storage.md", 3): """
+        from streaming import MDSWriter
+
+        with MDSWriter(out="/data/train", columns={"id": "int"}) as writer:
+            for i in range(10):
+                writer.write({"id": i})
+    """,
+    ("docs/storage.md", 4): """
         import os
 
         from streaming import MDSWriter
@@ -94,7 +101,7 @@ SUBSTITUTIONS: dict[Key, list[tuple[str, str]]] = {
          "def upload(self, local_path, path): _upload(self, local_path, path)"),
         ('def list(self, prefix=""): ...', 'def list(self, prefix=""): return _list(self, prefix)'),
     ],
-    ("docs/storage.md", 3): [('MDSWriter(out=s3.url("tokens"), ...)',
+    ("docs/storage.md", 4): [('MDSWriter(out=s3.url("tokens"), ...)',
                               'MDSWriter(out=s3.url("tokens"), columns={"id": "int"})')],
 }
 

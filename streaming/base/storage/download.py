@@ -16,8 +16,9 @@ import posixpath
 from typing import Any, ClassVar
 
 from streaming.base.storage import _boto
+from streaming.base.storage.downloader_store import downloader_resolver
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
-from streaming.storage.schemes import get_store_spec, open_store, scheme_of
+from streaming.storage.schemes import add_store_resolver, get_store_spec, open_store, scheme_of
 from streaming.storage.transfer import TransferError, fetch
 
 __all__ = [
@@ -59,9 +60,7 @@ class CloudDownloader:
         """
         if remote_dir is None:
             return LocalDownloader()
-        prefix = scheme_of(remote_dir)
-        if prefix == "dbfs" and remote_dir.startswith("dbfs:/Volumes"):
-            prefix = "dbfs-uc"
+        prefix = _mapping_key(remote_dir)
         if prefix in DOWNLOADER_MAPPINGS:
             return DOWNLOADER_MAPPINGS[prefix]()
         if get_store_spec(prefix) is not None:
@@ -116,6 +115,14 @@ class CloudDownloader:
     def clean_up(self) -> None:
         """Forget the open stores (their clients close when collected)."""
         self._stores.clear()
+
+
+def _mapping_key(remote: str) -> str:
+    """The `DOWNLOADER_MAPPINGS` key of a URL: its scheme (Unity Catalog volumes have theirs)."""
+    prefix = scheme_of(remote)
+    if prefix == "dbfs" and remote.startswith("dbfs:/Volumes"):
+        return "dbfs-uc"
+    return prefix
 
 
 def _split_parent(remote: str) -> tuple[str, str]:
@@ -345,3 +352,8 @@ DOWNLOADER_MAPPINGS: dict[str, type[CloudDownloader]] = {
         LocalDownloader,
     )
 }
+
+# A class a user puts in the table (a new scheme, or one replacing ours) serves datasets too,
+# as in the reference; the shipped ones leave datasets to their native stores.
+add_store_resolver(downloader_resolver(DOWNLOADER_MAPPINGS, dict(DOWNLOADER_MAPPINGS),
+                                       _mapping_key))

@@ -1,0 +1,112 @@
+"""A `CloudDownloader` a user puts in `DOWNLOADER_MAPPINGS` serves datasets, as in the reference:
+a scheme of their own, or one replacing ours (`streaming.base.storage.downloader_store`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
+from streaming.base.storage import download as downloads
+from streaming.base.storage.download import DOWNLOADER_MAPPINGS, CloudDownloader
+from streaming.base.storage.downloader_store import DownloaderStore
+from streaming.storage import open_store
+from streaming.storage.store_errors import ObjectNotFoundError
+
+SOURCE_ENV = "SS_TEST_MYFS_ROOT"  # where the test's downloader finds files (workers too)
+
+
+class MyFSDownloader(CloudDownloader):
+    """The reference's recipe for a private scheme: ``myfs://<path>`` names a local file."""
+
+    calls: list[str] = []
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "myfs"
+
+    def clean_up(self) -> None:
+        pass
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        type(self).calls.append(remote)
+        shutil.copy(remote[len("myfs://"):], local)  # FileNotFoundError when missing
+
+
+class MirrorS3(CloudDownloader):
+    """Replaces the shipped S3 class: every s3:// file comes from a local mirror."""
+
+    @staticmethod
+    def _client_identifier() -> str:
+        return "s3"
+
+    def clean_up(self) -> None:
+        pass
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        shutil.copy(os.path.join(os.environ[SOURCE_ENV], remote.rsplit("/", 1)[1]), local)
+
+
+@pytest.fixture
+def mappings() -> Iterator[dict[str, type[CloudDownloader]]]:
+    saved = dict(DOWNLOADER_MAPPINGS)
+    MyFSDownloader.calls = []
+    yield DOWNLOADER_MAPPINGS
+    DOWNLOADER_MAPPINGS.clear()
+    DOWNLOADER_MAPPINGS.update(saved)
+
+
+def _write(out: str, n: int = 40) -> None:
+    with MDSWriter(out=out, columns={"x": "int"}, size_limit=400) as writer:
+        for i in range(n):
+            writer.write({"x": i})
+
+
+def test_a_new_scheme_serves_a_dataset(tmp_path, mappings) -> None:
+    _write(str(tmp_path / "src"))
+    with pytest.raises(ValueError, match="register_store"):  # before: unknown scheme
+        StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c0"),
+                         batch_size=4)
+    mappings["myfs"] = MyFSDownloader
+    dataset = StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c1"),
+                               batch_size=4)
+    assert sorted(s["x"] for s in dataset) == list(range(40))
+    shards = len(dataset.shards)
+    assert shards > 1
+    assert len(MyFSDownloader.calls) == shards + 1  # index.json and each shard, once
+    assert all(c.startswith(f"myfs://{tmp_path / 'src'}/") for c in MyFSDownloader.calls)
+
+
+def test_a_replaced_scheme_serves_loader_workers(tmp_path, mappings, monkeypatch) -> None:
+    _write(str(tmp_path / "mirror"))
+    monkeypatch.setenv(SOURCE_ENV, str(tmp_path / "mirror"))
+    mappings["s3"] = MirrorS3  # no S3 server anywhere: only the mirror can answer
+    dataset = StreamingDataset(remote="s3://bucket/ds", local=str(tmp_path / "cache"),
+                               batch_size=4, download_retry=1)
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2)
+    assert sorted(int(x) for batch in loader for x in batch["x"]) == list(range(40))
+
+
+def test_the_shipped_classes_leave_datasets_to_native_stores(mappings) -> None:
+    assert type(open_store("s3://bucket/ds")).__name__ == "S3Store"
+    mappings["s3"] = MirrorS3
+    assert isinstance(open_store("s3://bucket/ds"), DownloaderStore)
+    mappings["s3"] = downloads.S3Downloader
+    assert type(open_store("s3://bucket/ds")).__name__ == "S3Store"
+
+
+def test_the_downloader_store_reads_whole_files_and_only_downloads(tmp_path, mappings) -> None:
+    (tmp_path / "a.bin").write_bytes(b"0123456789")
+    mappings["myfs"] = MyFSDownloader
+    store = open_store(f"myfs://{tmp_path}")
+    assert store.get("a.bin") == b"0123456789"
+    assert store.get_range("a.bin", 2, 5) == b"234"
+    assert store.size("a.bin") == 10
+    with pytest.raises(ObjectNotFoundError, match="missing.bin"):
+        store.get("missing.bin")
+    with pytest.raises(NotImplementedError, match="only downloads"):
+        store.upload(str(tmp_path / "a.bin"), "b.bin")
+    assert not store.supports_listing and not store.supports_writes
