@@ -48,7 +48,7 @@ class DownloaderStore(Store):
         self._downloader_obj: tuple[int, Any] | None = None
 
     def _downloader(self) -> CloudDownloader:
-        return self._per_process("_downloader_obj", self.downloader)  # type: ignore[no-any-return]
+        return self._per_process("_downloader_obj", self.downloader)
 
     def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
                  deadline: float | None = None) -> int:
