@@ -68,6 +68,15 @@ class SizeViews:
     def num_streams(self) -> int:
         return len(self.streams)
 
+    @num_streams.setter
+    def num_streams(self, value: int) -> None:
+        """Kept assignable for subclasses that set it as the reference's `__init__` does; the
+        count is the streams', so only that count is accepted."""
+        if before_init(self) or value == len(self.streams):
+            return
+        raise ValueError(f"`num_streams` is the number of streams ({len(self.streams)}), not "
+                         f"{value}: pass the streams you want to the constructor.")
+
     @property
     def predownload(self) -> int:
         """Samples a worker may prepare ahead (default: 8 batches, 64 without a batch size)."""

@@ -88,6 +88,7 @@ class Stream(WeightViews):
         check_download_settings(download_retry, download_timeout)
         self._download_retry, self._download_timeout = download_retry, download_timeout
         self._keep_zip = keep_zip
+        self._safe_keep_zip: bool | None = None  # as set by the user; else derived
         self._inherited: dict[str, Any] = {}  # the dataset's values for the knobs left None
         self.validate_hash = validate_hash
         self.columns = checked_columns(columns) if columns is not None else None
@@ -123,22 +124,48 @@ class Stream(WeightViews):
             return given
         return self._inherited.get(name, getattr(_DEFAULTS, name))
 
+    # The knobs are assignable, as the reference's attributes are: a value set (in a subclass's
+    # `__init__`, or later) counts as given, and later fetches use it.
+
     @property
     def download_retry(self) -> int:
         return int(self._knob(self._download_retry, "download_retry"))
+
+    @download_retry.setter
+    def download_retry(self, value: int) -> None:
+        check_download_settings(value, None)
+        self._download_retry = value
 
     @property
     def download_timeout(self) -> float:
         return self._knob(self._download_timeout, "download_timeout")  # as given
 
+    @download_timeout.setter
+    def download_timeout(self, value: float) -> None:
+        check_download_settings(None, value)
+        self._download_timeout = value
+
     @property
     def keep_zip(self) -> bool:
         return bool(self._knob(self._keep_zip, "keep_zip"))
 
+    @keep_zip.setter
+    def keep_zip(self, value: bool) -> None:
+        self._keep_zip = value
+
     @property
     def safe_keep_zip(self) -> bool:
-        """`keep_zip`, forced on when the local directory holds the only copy."""
+        """`keep_zip`, forced on when the local directory holds the only copy (or as set)."""
+        if self._safe_keep_zip is not None:
+            return self._safe_keep_zip
         return self.keep_zip or not self.has_remote_copy
+
+    @safe_keep_zip.setter
+    def safe_keep_zip(self, value: bool) -> None:
+        if not value and not self.has_remote_copy:
+            raise ValueError(f"`safe_keep_zip` must stay True for stream {self.local_dir!r}: its "
+                             "local directory holds the only copy of the compressed shards.")
+        self._safe_keep_zip = bool(value)
 
     def apply_default(self, default: dict[str, Any]) -> None:
         """Fill the knobs this stream left unset from the dataset's values."""

@@ -221,3 +221,54 @@ def test_an_oversized_state_dict_says_so_in_one_sentence(ints30) -> None:
     message = str(caught.value)
     assert message.startswith("The StreamingDataset state dict for resumption is currently ")
     assert "bytes, which is larger than the maximum" in message and "('" not in message
+
+
+class _PatientStream(Stream):
+    """Sets its download policy in `__init__`, as plain attributes allow in the reference."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.download_retry = 7
+        self.download_timeout = 600
+
+
+def test_a_streams_download_knobs_are_assignable_and_used(tmp_path, cache_dir) -> None:
+    src = str(tmp_path / "src")
+    with MDSWriter(out=src, columns={"v": "int"}, size_limit=226, compression="zstd") as writer:
+        for value in range(20):
+            writer.write({"v": value})
+    patient = _PatientStream(remote=src, local=cache_dir())
+    plain = Stream(remote=src, local=cache_dir())
+    dataset = StreamingDataset(streams=[patient, plain], batch_size=2, download_retry=3,
+                               download_timeout=30)
+    assert (patient.source().retries, patient.source().timeout) == (7, 600)  # set wins
+    assert (plain.source().retries, plain.source().timeout) == (3, 30)  # inherited
+    plain.download_timeout = 90  # after construction: later fetches use it
+    assert plain.source().timeout == 90
+    with pytest.raises(ValueError, match="`download_timeout` must be positive"):
+        plain.download_timeout = 0
+    with pytest.raises(ValueError, match="`download_retry` must be non-negative"):
+        plain.download_retry = -1
+    plain.keep_zip = True  # the compressed shards stay next to the decompressed ones
+    assert plain.safe_keep_zip
+    assert sorted(s["v"] for s in dataset) == sorted(list(range(20)) * 2)
+    kept = [n for n in os.listdir(plain.local_dir) if n.endswith(".zstd")]
+    gone = [n for n in os.listdir(patient.local_dir) if n.endswith(".zstd")]
+    assert len(kept) == len(dataset.shards) // 2 and not gone
+
+
+def test_safe_keep_zip_cannot_drop_the_only_copy(ints30, tmp_path) -> None:
+    remote = Stream(remote=ints30, local=str(tmp_path / "c"))
+    remote.safe_keep_zip = False  # the remote has the compressed files
+    assert not remote.safe_keep_zip
+    alone = Stream(local=ints30)
+    with pytest.raises(ValueError, match="holds the only copy"):
+        alone.safe_keep_zip = False
+
+
+def test_num_streams_accepts_only_the_count_of_streams(ints30, cache_dir) -> None:
+    dataset = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2)
+    dataset.num_streams = 1  # what a subclass copying the reference's `__init__` assigns
+    with pytest.raises(ValueError, match="number of streams"):
+        dataset.num_streams = 3
+    assert dataset.num_streams == 1
