@@ -55,15 +55,19 @@ class JointWriter(Writer):
 class SplitWriter(Writer):
     """A writer whose shards are a data file plus a meta file of sample offsets (JSONL, XSV).
 
-    Only the data lines count against `size_limit` (no per-shard or per-sample extras).
+    Only the data lines count against `size_limit`: no per-shard or per-sample extras, unless
+    a subclass sets these class attributes (as the reference's subclasses may).
     """
+
+    extra_bytes_per_shard = 0
+    extra_bytes_per_sample = 0
 
     def __init__(self, *, out: str | tuple[str, str], keep_local: bool = False,
                  compression: str | None = None, hashes: list[str] | None = None,
                  size_limit: int | str | None = SIZE_LIMIT, **kwargs: Any) -> None:
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
-                         size_limit=size_limit, extra_bytes_per_shard=0,
-                         extra_bytes_per_sample=0, **kwargs)
+                         size_limit=size_limit, extra_bytes_per_shard=self.extra_bytes_per_shard,
+                         extra_bytes_per_sample=self.extra_bytes_per_sample, **kwargs)
 
     def data_header(self) -> bytes:
         """Bytes at the start of every data file, before the first sample (XSV's header)."""

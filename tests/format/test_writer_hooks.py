@@ -171,3 +171,23 @@ def test_hooks_from_a_mixin_a_mixed_hierarchy_and_a_copied_write(tmp_path: Any) 
     assert texts(str(tmp_path / "c")) == [f"t{i}" for i in range(10)]
     shards = json.load(open(tmp_path / "c" / "index.json"))["shards"]
     assert len(shards) > 1 and sum(shard["samples"] for shard in shards) == 10
+
+
+def test_extra_bytes_declared_on_the_class_count_as_in_the_reference(tmp_path) -> None:
+    """The reference's writers read their per-shard and per-sample extras from the class, so a
+    subclass can declare them there (and code reads `MDSWriter.extra_bytes_per_sample`)."""
+    from streaming.format import JSONWriter
+
+    assert MDSWriter.extra_bytes_per_sample == 4 and JSONWriter.extra_bytes_per_sample == 0
+
+    class PaddedJSONWriter(JSONWriter):
+        extra_bytes_per_shard = 1000
+        extra_bytes_per_sample = 100
+
+    for writer, out in ((JSONWriter, tmp_path / "plain"), (PaddedJSONWriter, tmp_path / "pad")):
+        with writer(out=str(out), columns={"x": "int"}, size_limit=2000) as w:
+            for i in range(40):
+                w.write({"x": i})
+    shards = {out.name: [s["samples"] for s in json.loads((out / "index.json").read_text())
+                         ["shards"]] for out in (tmp_path / "plain", tmp_path / "pad")}
+    assert shards == {"plain": [40], "pad": [9, 9, 9, 9, 4]}  # the reference's split

@@ -71,6 +71,7 @@ class MDSWriter(JointWriter):
     """
 
     format = "mds"
+    extra_bytes_per_sample = 4  # each sample's entry in the offsets table (a subclass may say more)
 
     def __init__(self, *, columns: dict[str, str], out: str | tuple[str, str],
                  keep_local: bool = False, compression: str | None = None,
@@ -79,7 +80,7 @@ class MDSWriter(JointWriter):
         plan = plan_columns(columns)  # before any directory is touched
         super().__init__(out=out, keep_local=keep_local, compression=compression, hashes=hashes,
                          size_limit=size_limit,
-                         extra_bytes_per_sample=4,  # the sample's offset entry
+                         extra_bytes_per_sample=self.extra_bytes_per_sample,
                          **kwargs)
         self.columns = columns
         self.column_names = [column.name for column in plan]
