@@ -50,6 +50,7 @@ from streaming.epoch_reads import EpochReads
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import drop_padding, epoch_samples, iterate_batches
 from streaming.latest_iteration import LatestIteration
+from streaming.order.defaults import user_batching
 from streaming.order.plan import (
     Resolution,
     batch_size_when_missing,
@@ -268,6 +269,9 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
         if self.replication is not None and self.replication > 1:  # 1 replicates nothing
             log.warning("With replication, count samples in state_dict as the loader does "
                         "(divided by the replication factor).")
+        custom = user_batching(self.batching_method)
+        if custom is not None:  # the user's own, in the reference's table: called as it calls it
+            return np.asarray(custom(self, world, epoch, sample_in_epoch), np.int64)
         return plan(self._ss_config.order, self._ss_table, self._ss_resolution, world, epoch,
                     sample_in_epoch)
 

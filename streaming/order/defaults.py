@@ -9,23 +9,44 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from streaming.errors import NotAnIntegerError
 
 __all__ = [
-    "BATCHING_METHODS", "SAMPLING_METHODS", "SHUFFLE_BLOCK_SIZE", "algorithm",
-    "check_batching_method", "check_epoch_size", "check_whole",
+    "BATCHING_METHODS", "SAMPLING_METHODS", "SHUFFLE_BLOCK_SIZE", "add_batching_resolver",
+    "algorithm", "check_batching_method", "check_epoch_size", "check_whole",
     "check_sampling_granularity", "check_sampling_method", "check_shuffle_block_size",
     "check_shuffle_seed", "is_whole",
     "resolve_num_canonical_nodes", "resolve_predownload", "resolve_shuffle_block_size",
+    "user_batching",
 ]
 
 SAMPLING_METHODS = ('balanced', 'fixed')
 BATCHING_METHODS = ('random', 'stratified', 'per_stream', 'device_per_stream')
 
 _Algo = TypeVar("_Algo")
+
+# Asked in order for a batching method of the user's own (None: not theirs). The reference's
+# table, `streaming.base.batching.batching_methods`, adds the one that serves what users put
+# there: a function `(dataset, world, epoch, sample_in_epoch) -> ids` the dataset then calls.
+_BATCHING_RESOLVERS: list[Callable[[str], Callable[..., Any] | None]] = []
+
+
+def add_batching_resolver(resolver: Callable[[str], Callable[..., Any] | None]) -> None:
+    """Let `resolver(name)` name a batching method of the user's own (added once)."""
+    if resolver not in _BATCHING_RESOLVERS:
+        _BATCHING_RESOLVERS.append(resolver)
+
+
+def user_batching(name: str) -> Callable[..., Any] | None:
+    """The user's own batching method called `name` (a new one, or one replacing ours), if any."""
+    for resolve in _BATCHING_RESOLVERS:
+        found = resolve(name)
+        if found is not None:
+            return found
+    return None
 
 #: Samples per shuffle block when nothing decides otherwise (the reference's).
 SHUFFLE_BLOCK_SIZE = 1 << 18
@@ -136,8 +157,8 @@ def check_sampling_granularity(sampling_granularity: int) -> None:
 
 
 def check_batching_method(batching_method: str) -> None:
-    """Raises: ValueError: not one of the four batching methods."""
-    if batching_method not in BATCHING_METHODS:
+    """Raises: ValueError: not one of the four batching methods (nor one of the user's)."""
+    if batching_method not in BATCHING_METHODS and user_batching(batching_method) is None:
         raise ValueError(f'Invalid batching method: {batching_method}. Must be one of `random`, '
                          f'`stratified`, `per_stream`, or `device_per_stream`.')
 

@@ -18,6 +18,7 @@ from streaming.base.batching.per_stream import generate_work_per_stream_batching
 from streaming.base.batching.random import generate_work_random_batching
 from streaming.base.batching.stratified import generate_work_stratified_batching
 from streaming.order.batching import planners
+from streaming.order.defaults import add_batching_resolver
 from streaming.order.world import World
 
 __all__ = [
@@ -36,6 +37,17 @@ __all__ = [
 batching_methods: dict[str, ReferenceEntry] = {
     name: reference_entry(planner) for name, planner in planners.items()
 }
+_SHIPPED = dict(batching_methods)
+
+
+def _users_method(name: str) -> ReferenceEntry | None:
+    """A method put in `batching_methods` by the user, which datasets call as the reference
+    does (the shipped entries leave datasets to their planners)."""
+    found = batching_methods.get(name)
+    return None if found is None or found is _SHIPPED.get(name) else found
+
+
+add_batching_resolver(_users_method)
 
 
 def generate_work(batching_method: str, dataset: Any, world: World, epoch: int,

@@ -2,7 +2,8 @@
 
 `get_partitions` is the reference's dispatcher (`streaming.base.partition`); `partition` is the
 same with an optional id `table` composed in, so a shuffled, resampled epoch is laid out in one
-pass instead of three `where` passes. Algorithms register in `algos` by their config name.
+pass instead of three `where` passes. Algorithms register in `algos` by their config name: one
+a user puts there (a new name, or replacing ours) is called with the reference's arguments.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ _TABLE_ALGOS: dict[str, Callable[..., NDArray[np.int64]]] = {
     'orig': lambda *args, table: partition_orig(*args[:7], table=table),
     'relaxed': partition_relaxed,
 }
+_SHIPPED = dict(algos)  # an entry of `algos` other than these is the user's own (see `partition`)
 
 _NAMES = ('num_samples', 'num_canonical_nodes', 'num_physical_nodes', 'ranks_per_node',
           'workers_per_rank', 'batch_size', 'drop_first')
@@ -103,8 +105,16 @@ def partition(algo: str, num_samples: int, num_canonical_nodes: int, num_physica
             num_samples, num_physical_nodes * ranks_per_node, num_canonical_nodes,
             num_physical_nodes):
         _check_resumable(num_samples, num_physical_nodes, ranks_per_node, drop_first)
-    get = algorithm(_TABLE_ALGOS, algo, "partition_algo")
-    return get(*(int(x) for x in sizes), initial_physical_nodes, table=table)
+    chosen = algorithm(algos, algo, "partition_algo")
+    if chosen is _SHIPPED.get(algo):
+        return _TABLE_ALGOS[algo](*(int(x) for x in sizes), initial_physical_nodes, table=table)
+    # An algorithm the user put in `algos` (a new name, or replacing ours), called as the
+    # reference calls it; the table is composed in after.
+    ids = np.asarray(chosen(*(int(x) for x in sizes), initial_physical_nodes), np.int64)
+    values = table() if callable(table) else table
+    if values is None:  # the ids are the samples
+        return ids
+    return np.where(ids != -1, np.asarray(values, np.int64)[np.maximum(ids, 0)], -1)
 
 
 def get_partitions(algo: str, num_samples: int, num_canonical_nodes: int,
