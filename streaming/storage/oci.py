@@ -84,6 +84,10 @@ class OCIStore(Store):
             manager = oci.object_storage.UploadManager(self._client())
             manager.upload_file(self.namespace, self.bucket, self._key(path), local_path)
 
+    def check_container(self) -> None:
+        self._check_by_listing(lambda: self._client().list_objects(
+            self.namespace, self.bucket, prefix=self._key(""), limit=1))
+
     def list(self, prefix: str = "") -> list[str]:
         names: list[str] = []
         start = None

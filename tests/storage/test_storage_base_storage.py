@@ -153,3 +153,38 @@ def test_gcs_uploader_authentication_modes(tmp_path: Any, gcs_server: Server,
     monkeypatch.setattr("streaming.base.storage._boto.has_boto3", lambda: False)  # no request
     hmac = CloudUploader.get((str(tmp_path / "c"), "gs://bucket/x"))
     assert hmac.authentication is GCSAuthentication.HMAC
+
+
+def test_the_oci_and_dbfs_hooks_are_called_at_construction(tmp_path, monkeypatch) -> None:
+    """Code written against the reference patches these hooks out in its tests."""
+    from unittest import mock
+
+    from streaming.base.storage.upload import DatabricksUploader, DBFSUploader, OCIUploader
+
+    with mock.patch.object(OCIUploader, "check_bucket_exists") as check:
+        OCIUploader(out=(str(tmp_path / "a"), "oci://bucket@ns/dir"))
+    check.assert_called_once_with("oci://bucket@ns/dir")
+    with mock.patch.object(DatabricksUploader, "_create_workspace_client"), \
+            mock.patch.object(DBFSUploader, "check_folder_exists") as folder:
+        DBFSUploader(out=(str(tmp_path / "b"), "dbfs:/container/dir"))
+    folder.assert_called_once_with()
+
+
+def test_shared_memory_keeps_the_reference_tracker_hooks() -> None:
+    from unittest import mock
+
+    from streaming.base.shared.memory import SharedMemory
+
+    block = SharedMemory(create=True, size=64, auto_cleanup=False)
+    try:
+        with mock.patch("multiprocessing.resource_tracker.register") as register:
+            assert block.fix_register("/x", "shared_memory") is None
+            register.assert_not_called()  # shared memory is never tracked
+            block.fix_register("/sem", "semaphore")
+            register.assert_called_once_with("/sem", "semaphore")
+        with mock.patch("multiprocessing.resource_tracker.unregister") as unregister:
+            assert block.fix_unregister("/x", "shared_memory") is None
+            block.fix_unregister("/sem", "semaphore")
+            unregister.assert_called_once_with("/sem", "semaphore")
+    finally:
+        block.cleanup()

@@ -9,6 +9,7 @@ keeps the object alive until exit; our own runtime uses `streaming.coord` instea
 from __future__ import annotations
 
 import atexit
+from multiprocessing import resource_tracker
 from time import sleep
 from typing import Any
 
@@ -72,6 +73,19 @@ class SharedMemory:
         if self._buf is None:
             raise ValueError(f"Shared memory {self.name!r} was cleaned up")
         return self._buf
+
+    def fix_register(self, name: str, rtype: str) -> Any:
+        """The reference's stand-in for `resource_tracker.register`: shared memory is not
+        tracked (ours never is: see the module doc); other resources are, as usual."""
+        if rtype == "shared_memory":
+            return None
+        return resource_tracker.register(name, rtype)
+
+    def fix_unregister(self, name: str, rtype: str) -> Any:
+        """The reference's stand-in for `resource_tracker.unregister` (see `fix_register`)."""
+        if rtype == "shared_memory":
+            return None
+        return resource_tracker.unregister(name, rtype)
 
     def cleanup(self) -> None:
         """Close the mapping, and unlink the block if this object created it (idempotent)."""

@@ -259,6 +259,15 @@ def _require_adc() -> None:
 class OCIUploader(CloudUploader):
     """Upload to OCI Object Storage (``oci://bucket@namespace/path``)."""
 
+    def _check_remote(self) -> None:
+        self.check_bucket_exists(self.remote or "")
+
+    def check_bucket_exists(self, remote: str) -> None:
+        """Raise `FileNotFoundError` when `remote`'s bucket does not exist (a server that cannot
+        be reached now only logs a warning: the uploads retry)."""
+        del remote
+        self.store.check_container()
+
 
 class HFUploader(CloudUploader):
     """Upload to a Hugging Face dataset repository (token from `HF_TOKEN`)."""
@@ -314,6 +323,16 @@ class DatabricksUnityCatalogUploader(DatabricksUploader):
 
 class DBFSUploader(DatabricksUploader):
     """Upload to Databricks DBFS (``dbfs:/path``)."""
+
+    def _check_remote(self) -> None:
+        super()._check_remote()
+        self.check_folder_exists()
+
+    def check_folder_exists(self) -> None:
+        """The reference's check of the DBFS folder, kept as the hook code patches. Nothing is
+        left to check: an upload creates the folders it names, and `_create_workspace_client`
+        has already opened the store (a missing SDK or credentials fail there)."""
+        return None
 
 
 class AlipanUploader(CloudUploader):
