@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from streaming.errors import MissingDependencyError
 
-__all__ = ["FAST_HASHES", "Hasher", "fast_hash_of", "get_hash", "get_hashes", "hash_file",
-           "is_hash", "new_hasher"]
+__all__ = ["FAST_HASHES", "Hasher", "fast_hash_of", "get_hash", "get_hashes", "hash_constructor",
+           "hash_file", "is_hash", "new_hasher"]
 
 _HASHLIB_NAMES = (
     "blake2b",
@@ -51,7 +51,13 @@ class Hasher(Protocol):
     def hexdigest(self) -> str: ...
 
 
-def _constructor(algo: str) -> Callable[..., Hasher]:
+def hash_constructor(algo: str) -> Callable[..., Hasher]:
+    """The `hashlib`-style constructor of `algo` (`hash_constructor(algo)(data).hexdigest()`).
+
+    Raises:
+        ValueError: not one of the supported algorithms.
+        MissingDependencyError: an xxhash algorithm without xxhash installed.
+    """
     if algo not in _NAMES:
         raise ValueError(f"{algo} is not a supported hash algorithm.")
     if algo in _HASHLIB_NAMES:
@@ -79,12 +85,12 @@ def get_hash(algo: str, data: bytes | memoryview) -> str:
     Raises:
         ValueError: `<algo> is not a supported hash algorithm.`
     """
-    return _constructor(algo)(data).hexdigest()
+    return hash_constructor(algo)(data).hexdigest()
 
 
 def new_hasher(algo: str) -> Hasher:
     """An empty incremental hasher (`update` then `hexdigest`), e.g. to hash while downloading."""
-    return _constructor(algo)()
+    return hash_constructor(algo)()
 
 
 def hash_file(algo: str, path: str | os.PathLike[str], *, chunk_bytes: int = _CHUNK_BYTES) -> str:

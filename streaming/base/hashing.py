@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from streaming.hashing import get_hash, get_hashes, is_hash
+from streaming.hashing import get_hash, get_hashes, hash_constructor, is_hash
 
 __all__ = ["get_hash", "get_hashes", "is_hash"]
 
 
 def __getattr__(name: str) -> Any:
-    """The reference's private `_hashes`: algorithm name -> function of bytes to hex digest."""
+    """The reference's private `_hashes`: algorithm name -> constructor (``hashlib`` style:
+    ``_hashes["sha1"](data).hexdigest()``), built once. Writers and readers do not consult it:
+    an entry added to it is not a new hash (`streaming.hashing` knows the 17 algorithms)."""
     if name == "_hashes":
-        return {algo: functools.partial(get_hash, algo) for algo in sorted(get_hashes())}
+        table = {algo: hash_constructor(algo) for algo in sorted(get_hashes())}
+        globals()["_hashes"] = table
+        return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
