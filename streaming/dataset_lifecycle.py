@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from streaming.coord.orphans import exit_with_parent, loader_done_event
-from streaming.errors import DatasetClosedError
+from streaming.errors import DatasetClosedError, ReusedLocalError
 from streaming.format.read_buffers import pickle_views_as_bytes
 
 if TYPE_CHECKING:
@@ -49,9 +49,13 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     again while it holds the last epoch's, whose loop it left after `len(loader)` batches.
     Such a dataset is closed, with a warning, so the new one takes its place: its loaders'
     iterations left part-way (suspended, begun by this thread) end as a new `iter()` ends the
-    one before, and their workers stop. One that another thread iterates, or one built with
-    other arguments, still makes the new one fail ("Reused local directory"): two live
-    datasets must not share a cache.
+    one before, and their workers stop. One that another thread iterates, one a loop still
+    running consumes (the new one is built inside that loop's body: ending it would end the
+    loop early, silently), or one built with other arguments, still makes the new one fail
+    ("Reused local directory"): two live datasets must not share a cache.
+
+    Raises:
+        ReusedLocalError: saying so, when a running loop consumes the earlier one.
     """
     dataset = _own.get(name)
     if dataset is None or dataset._ss_namespace.closed \
@@ -60,6 +64,12 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     loaders = list(getattr(dataset, "_loaders", ()))
     left = [dataset._ss_latest.as_suspended(),
             *(loader.suspended_iterations() for loader in loaders)]
+    if any(iterations.in_running_loop() for iterations in left):
+        raise ReusedLocalError(
+            f"Reused local directory: {dataset._ss_namespace.locals}. This process's earlier "
+            "StreamingDataset over it (same arguments) is being iterated by a loop that is "
+            "still running: this one is built inside it. Give this one another `local` "
+            "directory, or build it outside the loop.", True, name)
     if not all(iterations.endable() for iterations in left):
         return False
     ended = any(iterations.iterations for iterations in left)

@@ -8,14 +8,52 @@ older epoch beside the new one, and a `StreamingDataLoader` counting both would 
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from types import CodeType, FrameType
+from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["LatestIteration", "SuspendedIterations"]
+__all__ = ["Consumer", "LatestIteration", "Resumed", "SuspendedIterations", "consumer_here"]
 
 Begin = TypeVar("Begin")
+
+# Frames of these packages pass an iteration on; the first frame outside them consumes it.
+_PASS_THROUGH = ("streaming.", "torch.")
+
+
+class Consumer(NamedTuple):
+    """The frame that consumes an iteration: a `for` loop's, a notebook cell's, a framework's
+    fetch method. Kept by identity and code (a frame object would keep its locals alive)."""
+
+    frame_id: int
+    code: CodeType
+
+    def executing(self) -> bool:
+        """Whether that frame is on this thread's stack now (a loop whose body is running)."""
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame) == self.frame_id and frame.f_code is self.code:
+                return True
+            frame = frame.f_back
+        return False
+
+
+def consumer_here() -> Consumer | None:
+    """The consumer of the iteration this is called from, inside it: the first frame up the
+    stack outside this package and torch (a `DataLoader` passes samples on)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_PASS_THROUGH):
+        frame = frame.f_back
+    return None if frame is None else Consumer(id(frame), frame.f_code)
+
+
+class Resumed(NamedTuple):
+    """Who began an iteration: its thread, and its consumer (None until its first `next`)."""
+
+    thread: int
+    consumer: Consumer | None = None
 
 
 class LatestIteration:
@@ -26,7 +64,7 @@ class LatestIteration:
 
     def __init__(self) -> None:
         self._live: weakref.ref[Iterator[Any]] | None = None
-        self._live_thread = 0  # the thread that began it (the one that may be inside it)
+        self._live_by = Resumed(0)  # the thread that began it (the one that may be inside it)
         self._lock = threading.Lock()
 
     def track(self, begin: Callable[[], Begin],
@@ -44,10 +82,10 @@ class LatestIteration:
         holder: list[weakref.ref[Iterator[Any]]] = []
 
         def start() -> Begin:
-            here = threading.get_ident()
+            by = Resumed(threading.get_ident(), consumer_here())
             with self._lock:
                 previous = self.as_suspended()
-                self._live, self._live_thread = holder[0], here
+                self._live, self._live_by = holder[0], by
             if all(it is not holder[0]() for it, _ in previous.iterations):
                 previous.end(same_thread_only=True)
             return begin()
@@ -65,7 +103,7 @@ class LatestIteration:
     def as_suspended(self) -> SuspendedIterations:
         """The live iteration, as `SuspendedIterations` that may end it."""
         live = self._live() if self._live is not None else None
-        return SuspendedIterations([(live, self._live_thread)] if live is not None else [])
+        return SuspendedIterations([(live, self._live_by)] if live is not None else [])
 
     def __getstate__(self) -> dict[str, object]:
         return {}
@@ -75,27 +113,37 @@ class LatestIteration:
 
 
 class SuspendedIterations:
-    """Generators begun and not ended, each with the thread that began it: which may be ended
+    """Generators begun and not ended, each with who began it (`Resumed`): which may be ended
     from here (a loop left part-way: `break`, Lightning's `limit_train_batches`) and how."""
 
-    def __init__(self, iterations: list[tuple[Iterator[Any], int]]) -> None:
-        self.iterations = [(it, thread) for it, thread in iterations
+    def __init__(self, iterations: list[tuple[Iterator[Any], Resumed]]) -> None:
+        self.iterations = [(it, by) for it, by in iterations
                            if getattr(it, "gi_frame", None) is not None]
 
     def endable(self) -> bool:
-        """Whether every one was begun by this thread and none is executing (this thread is not
-        inside it; another thread's iteration is in use, not left)."""
+        """Whether every one was left part-way by this thread: begun by it, not executing (this
+        thread is not inside it), and consumed by a frame that is no longer running. A `for`
+        loop whose body is running now (building another dataset, say) is using its iteration,
+        not leaving it; another thread's iteration is in use too."""
         here = threading.get_ident()
-        return all(thread == here and not getattr(it, "gi_running", False)
-                   for it, thread in self.iterations)
+        return all(by.thread == here and not getattr(it, "gi_running", False)
+                   and not (by.consumer is not None and by.consumer.executing())
+                   for it, by in self.iterations)
+
+    def in_running_loop(self) -> bool:
+        """Whether one is consumed by a frame running in this thread now (a loop whose body is
+        where we are)."""
+        here = threading.get_ident()
+        return any(by.thread == here and by.consumer is not None and by.consumer.executing()
+                   for _, by in self.iterations)
 
     def end(self, same_thread_only: bool = False) -> None:
         """Close each (its `finally` runs: prefetcher stopped, workers stopped, slots freed); a
         later `next` on it raises StopIteration. With `same_thread_only`, those another thread
         began are left alone (see `LatestIteration.track`)."""
         here = threading.get_ident()
-        for it, thread in self.iterations:
-            if same_thread_only and thread != here:
+        for it, by in self.iterations:
+            if same_thread_only and by.thread != here:
                 continue
             try:
                 getattr(it, "close", lambda: None)()

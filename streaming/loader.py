@@ -23,7 +23,7 @@ from torch.utils.data import BatchSampler, DataLoader
 from streaming.batch_ring import RingBatch, RingReader
 from streaming.collate import collate_samples, convert_sample
 from streaming.dataset import StreamingDataset
-from streaming.latest_iteration import SuspendedIterations
+from streaming.latest_iteration import Consumer, Resumed, SuspendedIterations, consumer_here
 from streaming.loader_batched import WorkerStart, batch_sender, batched_path, own_collate
 from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
@@ -180,8 +180,8 @@ class StreamingDataLoader(DataLoader):
             dataset, metrics_path, metrics_interval, metrics_log_interval)
         self.iterating = 0  # iterations begun and not ended
         self._closes = 0  # `close()` calls: an iteration begun before one ends
-        # Each iteration's generator and the thread that made it (see `suspended_iterations`).
-        self._iterations: weakref.WeakKeyDictionary[Iterator[Any], int] = \
+        # Each iteration's generator and who began it (see `suspended_iterations`).
+        self._iterations: weakref.WeakKeyDictionary[Iterator[Any], Resumed] = \
             weakref.WeakKeyDictionary()
         if dataset is not None:
             dataset._track_loader(self)
@@ -232,14 +232,23 @@ class StreamingDataLoader(DataLoader):
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]  # our tracked iterator
         iteration = self._iterate()
-        self._iterations[iteration] = threading.get_ident()
+        self._iterations[iteration] = Resumed(threading.get_ident())
         return iteration
+
+    def _began_here(self, consumer: Consumer | None) -> None:
+        """Record the consumer of the iteration whose generator calls this, at its first
+        `next` (the loop over it: see `SuspendedIterations.endable`)."""
+        frame = sys._getframe(1)
+        for iteration, by in list(self._iterations.items()):
+            if getattr(iteration, "gi_frame", None) is frame:
+                self._iterations[iteration] = by._replace(consumer=consumer)
 
     def suspended_iterations(self) -> SuspendedIterations:
         """This loader's iterations begun and not ended (see `close_idle_own`)."""
         return SuspendedIterations(list(self._iterations.items()))
 
     def _iterate(self) -> Iterator[Any]:
+        self._began_here(consumer_here())
         self.num_samples_yielded = 0
         # `batch_size=None` (and no batch sampler): torch yields the samples one by one. The
         # reference counted each sample's columns (`len` of its dict) or failed on an int.

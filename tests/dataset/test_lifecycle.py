@@ -133,6 +133,37 @@ def test_a_dataset_another_thread_iterates_still_refuses_a_second_one(
         it.close()
 
 
+class _Fetcher:
+    """Lightning's data fetcher in miniature: its method calls `next`, then returns."""
+
+    def __init__(self, iterator: Any) -> None:
+        self.iterator = iterator
+
+    def fetch(self) -> Any:
+        return next(self.iterator)
+
+
+@pytest.mark.parametrize("how", ["dataset", "loader0", "loader1", "torch0"])
+def test_a_dataset_built_inside_the_loop_over_its_twin_is_refused(
+        ints30: str, cache_dir: Callable[[], str], how: str) -> None:
+    """Ending the loop's iteration to make way would end the training epoch early, silently
+    (the loop saw 6 of 30 samples): a loop still running is using its dataset."""
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    source = {"dataset": lambda: first,
+              "loader0": lambda: StreamingDataLoader(first, batch_size=2),
+              "loader1": lambda: StreamingDataLoader(first, batch_size=2, num_workers=1),
+              "torch0": lambda: DataLoader(first, batch_size=2)}[how]()
+    seen = 0
+    for step, item in enumerate(source):
+        seen += len(item["v"]) if how != "dataset" else 1
+        if step == 2:
+            with pytest.raises(ReusedLocalError, match="iterated by a loop that is still running"):
+                StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert seen == 30 and not first._ss_namespace.closed
+    first.close()
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 def test_a_dataset_iterated_part_way_gives_way_to_a_new_one(
         ints30: str, cache_dir: Callable[[], str], caplog: pytest.LogCaptureFixture,
@@ -146,7 +177,7 @@ def test_a_dataset_iterated_part_way_gives_way_to_a_new_one(
     loader = StreamingDataLoader(first, batch_size=2, num_workers=workers,
                                  persistent_workers=bool(workers))
     batches = iter(loader)
-    next(batches)  # a loader's epoch under way
+    _Fetcher(batches).fetch()  # a loader's epoch under way, consumed as Lightning's fetcher does
     with caplog.at_level("WARNING", logger="streaming.dataset_lifecycle"):
         second = StreamingDataset(remote=ints30, local=local, batch_size=2)
     assert "its iteration left part-way is ended" in caplog.text
