@@ -64,7 +64,7 @@ class LatestIteration:
 
     def __init__(self) -> None:
         self._live: weakref.ref[Iterator[Any]] | None = None
-        self._live_by = Resumed(0)  # the thread that began it (the one that may be inside it)
+        self._live_by = Resumed(0)  # who began it: its thread (which may be inside it), consumer
         self._lock = threading.Lock()
 
     def track(self, begin: Callable[[], Begin],
