@@ -31,13 +31,15 @@ class Checkpoint:
     initial_physical_nodes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The reference's state dict: exactly these five keys."""
+        """The reference's state dict: exactly these five keys, as plain `int`s (a numpy seed
+        given to the dataset would make a checkpoint `json` cannot write and
+        `torch.load(weights_only=True)` refuses)."""
         return {
-            "epoch": self.epoch,
-            "sample_in_epoch": self.sample_in_epoch,
-            "num_canonical_nodes": self.num_canonical_nodes,
-            "shuffle_seed": self.shuffle_seed,
-            "initial_physical_nodes": self.initial_physical_nodes,
+            "epoch": int(self.epoch),
+            "sample_in_epoch": int(self.sample_in_epoch),
+            "num_canonical_nodes": _plain(self.num_canonical_nodes),
+            "shuffle_seed": int(self.shuffle_seed),
+            "initial_physical_nodes": _plain(self.initial_physical_nodes),
         }
 
     @classmethod
@@ -50,6 +52,10 @@ class Checkpoint:
             shuffle_seed=int(obj["shuffle_seed"]),
             initial_physical_nodes=obj.get("initial_physical_nodes"),
         )
+
+
+def _plain(value: int | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def check_state_dict(obj: Any, epoch_size: int, num_ranks: int, num_nodes: int = 1,

@@ -153,3 +153,20 @@ def test_set_epoch_gives_that_epochs_order_in_a_new_process(ints30, cache_dir) -
         with pytest.raises(ValueError, match="`epoch` must be a non-negative integer"):
             dataset.set_epoch(bad)  # type: ignore[arg-type]
     dataset.close()
+
+
+def test_a_numpy_seed_still_checkpoints_plain_ints(ints30, cache_dir, tmp_path) -> None:
+    """Composer saves the state dict with `torch.save` and loads it with `weights_only=True`,
+    which refuses numpy scalars; `json` cannot write them either."""
+    import json
+
+    import numpy as np
+    import torch
+
+    dataset = StreamingDataset(local=ints30, batch_size=2, shuffle=True,
+                               shuffle_seed=np.int64(5), num_canonical_nodes=np.int64(2))
+    state = dataset.state_dict(6, True)
+    assert {type(v) for v in state.values()} <= {int, type(None)}
+    json.dumps(state)
+    torch.save({"dataset": state}, tmp_path / "ckpt.pt")
+    assert torch.load(tmp_path / "ckpt.pt", weights_only=True)["dataset"] == state
