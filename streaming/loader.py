@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 import sys
 import threading
 import time
@@ -29,6 +30,8 @@ from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
 
 __all__ = ["StreamingDataLoader"]
+
+_log = logging.getLogger(__name__)
 
 
 def batch_length(batch: Any) -> int:
@@ -265,6 +268,7 @@ class StreamingDataLoader(DataLoader):
             finally:
                 dataset._loader_batches = None
         else:
+            self._replace_dead_workers()
             with self._batched_settings():
                 batches = super().__iter__()
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
@@ -383,6 +387,21 @@ class StreamingDataLoader(DataLoader):
         reporter = getattr(self, "_reporter", None)
         if reporter is not None:
             reporter.stop()
+
+    def _replace_dead_workers(self) -> None:
+        """Persistent workers that ended between two epochs (a Ctrl-C the training loop caught
+        reached the whole process group) are replaced: their iterator is shut down, so this
+        epoch starts new ones. torch would wait 5 s for their answer, then fail this epoch and
+        every later one ("exited unexpectedly"). (Workers killed by a signal, as by the OOM
+        killer, make torch raise in this process at once; that is left as it is.)"""
+        workers = getattr(getattr(self, "_iterator", None), "_workers", None)
+        if not self.persistent_workers or not workers:
+            return
+        dead = [worker.pid for worker in workers if not worker.is_alive()]
+        if dead:
+            _log.warning("Persistent DataLoader workers %s had exited; starting new ones for "
+                         "this epoch.", dead)
+            self._stop_workers()
 
     def _stop_workers(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         current = getattr(self, "_current", None)

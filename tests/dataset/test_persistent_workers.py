@@ -142,3 +142,28 @@ def test_main_process_and_persistent_workers_share_the_counter(ints30, cache_dir
     finally:
         del loader
         ds.close()
+
+
+@pytest.mark.parametrize("batched", ["1", "0"])
+def test_persistent_workers_that_died_between_epochs_are_replaced(
+        ints30, cache_dir, monkeypatch, caplog, batched: str) -> None:
+    """A Ctrl-C caught by the training loop also ends the workers (SIGINT reaches the whole
+    process group): the next epoch starts new ones, where torch waited 5 s and then failed
+    that epoch and every later one."""
+    import signal
+
+    monkeypatch.setenv("STREAMING_BATCHED", batched)
+    dataset = StreamingDataset(local=ints30, batch_size=2)
+    loader = StreamingDataLoader(dataset, batch_size=2, num_workers=2, persistent_workers=True)
+    assert sorted(flat(loader)) == list(range(30))
+    workers = loader._iterator._workers
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGINT)  # what a Ctrl-C sends them
+    for worker in workers:
+        worker.join()
+    with caplog.at_level("WARNING", logger="streaming.loader"):
+        assert sorted(flat(loader)) == list(range(30))
+    assert "had exited; starting new ones" in caplog.text
+    assert all(w.is_alive() for w in loader._iterator._workers)
+    assert sorted(flat(loader)) == list(range(30))  # and they persist again
+    loader.close()
