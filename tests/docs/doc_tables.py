@@ -71,7 +71,7 @@ PRELUDES: dict[Key, str] = {
     ("docs/storage.md", 3): """
         from streaming import MDSWriter
 
-        with MDSWriter(out="/data/train", columns={"id": "int"}) as writer:
+        with MDSWriter(out="/data/train", columns={"id": "int"}, exist_ok=True) as writer:
             for i in range(10):
                 writer.write({"id": i})
     """,
