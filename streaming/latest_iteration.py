@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from inspect import CO_GENERATOR
 import weakref
 from collections.abc import Callable, Iterator
 from types import CodeType, FrameType
@@ -25,28 +26,47 @@ _PASS_THROUGH = ("streaming.", "torch.")
 
 class Consumer(NamedTuple):
     """The frame that consumes an iteration: a `for` loop's, a notebook cell's, a framework's
-    fetch method. Kept by identity and code (a frame object would keep its locals alive)."""
+    fetch method. Kept by identity and code (a frame object would keep its locals alive), with
+    what the iteration passed through on its way there: generators' code (ours, torch's, a
+    user's `for b in loader: yield b` wrapper) and iterator classes (torch's loader iterators).
+    """
 
     frame_id: int
     code: CodeType
+    codes: tuple[CodeType, ...] = ()
+    types: tuple[type, ...] = ()
 
-    def executing(self) -> bool:
-        """Whether that frame is on this thread's stack now (a loop whose body is running)."""
+    def loops_over(self, iteration: Iterator[Any]) -> bool:
+        """Whether the consumer is running now and iterates `iteration` with a `for` loop: it is
+        on this thread's stack, and holds in a variable neither `iteration` nor an iterator it
+        passed through (code that stepped one by hand with `next` and keeps it has left it)."""
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             if id(frame) == self.frame_id and frame.f_code is self.code:
-                return True
+                return not any(value is iteration or type(value) in self.types
+                               or getattr(value, "gi_code", None) in self.codes
+                               for value in frame.f_locals.values())
             frame = frame.f_back
         return False
 
 
 def consumer_here() -> Consumer | None:
     """The consumer of the iteration this is called from, inside it: the first frame up the
-    stack outside this package and torch (a `DataLoader` passes samples on)."""
+    stack that passes nothing on. Frames of this package and torch pass samples on (a
+    `DataLoader`), and so do generators (a user's wrapper of the loader) and `__next__`
+    methods."""
+    codes: list[CodeType] = []
+    types: list[type] = []
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_PASS_THROUGH):
+    while frame is not None:
+        if frame.f_code.co_flags & CO_GENERATOR:
+            codes.append(frame.f_code)
+        elif frame.f_code.co_name == "__next__" and "self" in frame.f_locals:
+            types.append(type(frame.f_locals["self"]))
+        elif not frame.f_globals.get("__name__", "").startswith(_PASS_THROUGH):
+            return Consumer(id(frame), frame.f_code, tuple(codes), tuple(types))
         frame = frame.f_back
-    return None if frame is None else Consumer(id(frame), frame.f_code)
+    return None
 
 
 class Resumed(NamedTuple):
@@ -122,20 +142,18 @@ class SuspendedIterations:
 
     def endable(self) -> bool:
         """Whether every one was left part-way by this thread: begun by it, not executing (this
-        thread is not inside it), and consumed by a frame that is no longer running. A `for`
-        loop whose body is running now (building another dataset, say) is using its iteration,
-        not leaving it; another thread's iteration is in use too."""
+        thread is not inside it), and not iterated by a `for` loop that is running now
+        (`in_running_loop`); another thread's iteration is in use too."""
         here = threading.get_ident()
         return all(by.thread == here and not getattr(it, "gi_running", False)
-                   and not (by.consumer is not None and by.consumer.executing())
-                   for it, by in self.iterations)
+                   for it, by in self.iterations) and not self.in_running_loop()
 
     def in_running_loop(self) -> bool:
-        """Whether one is consumed by a frame running in this thread now (a loop whose body is
-        where we are)."""
+        """Whether a `for` loop running in this thread iterates one now (its body is where we
+        are: building another dataset, say)."""
         here = threading.get_ident()
-        return any(by.thread == here and by.consumer is not None and by.consumer.executing()
-                   for _, by in self.iterations)
+        return any(by.thread == here and by.consumer is not None and by.consumer.loops_over(it)
+                   for it, by in self.iterations)
 
     def end(self, same_thread_only: bool = False) -> None:
         """Close each (its `finally` runs: prefetcher stopped, workers stopped, slots freed); a

@@ -164,6 +164,41 @@ def test_a_dataset_built_inside_the_loop_over_its_twin_is_refused(
     first.close()
 
 
+def _passed_on(loader: Any) -> Iterator[Any]:
+    """A user's wrapper of the loader (moving batches to a device, say), as Fabric's is."""
+    for batch in loader:
+        yield batch
+
+
+def test_a_twin_built_in_a_loop_over_a_wrapper_of_the_loader_is_refused(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    seen = 0
+    for step, batch in enumerate(_passed_on(StreamingDataLoader(first, batch_size=2))):
+        seen += len(batch["v"])
+        if step == 2:
+            with pytest.raises(ReusedLocalError, match="loop that is still running"):
+                StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert seen == 30
+    first.close()
+
+
+def test_a_loop_stepping_its_iterator_by_hand_rebuilds_the_dataset_each_epoch(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """`it = iter(loader)`, a fixed number of `next(it)` per epoch, and a new dataset per epoch
+    in the same function: the iterator it keeps is left, not iterated by a running loop."""
+    local = cache_dir()
+    steps = 0
+    for _ in range(3):
+        dataset = StreamingDataset(remote=ints30, local=local, batch_size=2)
+        it = iter(StreamingDataLoader(dataset, batch_size=2))
+        for _ in range(4):
+            steps += len(next(it)["v"])
+    assert steps == 3 * 4 * 2
+    dataset.close()
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 def test_a_dataset_iterated_part_way_gives_way_to_a_new_one(
         ints30: str, cache_dir: Callable[[], str], caplog: pytest.LogCaptureFixture,
