@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 import threading
-from inspect import CO_GENERATOR
 import weakref
 from collections.abc import Callable, Iterator
+from inspect import CO_GENERATOR
 from types import CodeType, FrameType
 from typing import Any, NamedTuple, TypeVar
 
