@@ -221,7 +221,9 @@ def _prepare_ranges(src: ShardSource, files: ShardFiles, spec: SourceRanges) -> 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     url = src.store.url_for(spec.source)
     start = time.perf_counter()
-    if spec.whole:  # one object: streamed to disk, size checked, then its footer
+    if spec.whole or not src.store.supports_ranges:
+        # One object (or a store that reads whole objects only: one fetch, not one per range):
+        # streamed to disk, size checked, then its footer.
         result = fetch(src.store, spec.source, path, retries=src.retries, timeout=src.timeout,
                        expected_size=spec.source_bytes)
         with open(path, "rb") as f:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from streaming.storage.base import Store
 
 __all__ = ["StoreSpec", "add_store_resolver", "register_store", "get_store_spec",
-           "registered_schemes", "open_store", "scheme_of"]
+           "registered_schemes", "open_store", "open_table_store", "scheme_of"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,13 @@ def open_store(url: str, **options: Any) -> Store:
         store = resolve(url)
         if store is not None:
             return store
+    return open_table_store(url, **options)
+
+
+def open_table_store(url: str, **options: Any) -> Store:
+    """`open_store` without the resolvers: the store the scheme table names. What a shipped
+    downloader class opens, so that a user's subclass of it, put in `DOWNLOADER_MAPPINGS`,
+    calling `super()` does not come back to itself."""
     scheme = scheme_of(url)
     spec = _STORES.get(scheme)
     if spec is None:

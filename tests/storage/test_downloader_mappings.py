@@ -110,3 +110,65 @@ def test_the_downloader_store_reads_whole_files_and_only_downloads(tmp_path, map
     with pytest.raises(NotImplementedError, match="only downloads"):
         store.upload(str(tmp_path / "a.bin"), "b.bin")
     assert not store.supports_listing and not store.supports_writes
+
+
+class LoggedLocal(downloads.LocalDownloader):
+    """A subclass of a shipped class that calls `super()`: it must not be sent back to itself."""
+
+    calls: list[str] = []
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        type(self).calls.append(remote)
+        super()._download_file_impl(remote, local, timeout)
+
+
+def test_a_subclass_of_a_shipped_class_calling_super_does_not_recurse(tmp_path, mappings) -> None:
+    _write(str(tmp_path / "src"))
+    LoggedLocal.calls = []
+    mappings[""] = LoggedLocal
+    dataset = StreamingDataset(remote=str(tmp_path / "src"), local=str(tmp_path / "c"),
+                               batch_size=4)
+    assert sorted(s["x"] for s in dataset) == list(range(40))
+    assert len(LoggedLocal.calls) == len(dataset.shards) + 1  # once each, no recursion
+
+
+class Flaky(MyFSDownloader):
+    """Fails until `clean_up` drops its broken client, as the reference's retries expect."""
+
+    broken = True
+
+    def clean_up(self) -> None:
+        type(self).broken = False
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        if type(self).broken:
+            raise ConnectionResetError("stale client")
+        super()._download_file_impl(remote, local, timeout)
+
+
+def test_a_failed_attempt_cleans_the_downloader_up(tmp_path, mappings) -> None:
+    _write(str(tmp_path / "src"))
+    Flaky.broken = True
+    mappings["myfs"] = Flaky
+    dataset = StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                               batch_size=4, download_retry=2)
+    assert sorted(s["x"] for s in dataset) == list(range(40))
+
+
+def test_parquet_columns_through_a_downloader_fetch_the_file_once(tmp_path, mappings) -> None:
+    """A store that reads whole objects only gets one fetch, not one per column range."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from streaming.convert.parquet_index import index_parquet
+
+    (tmp_path / "src").mkdir()
+    table = pa.table({"a": list(range(4000)), "b": [b"x" * 500] * 4000,
+                      "c": [2 * i for i in range(4000)]})
+    pq.write_table(table, tmp_path / "src" / "part0.parquet", row_group_size=500)
+    index_parquet(str(tmp_path / "src"))
+    mappings["myfs"] = MyFSDownloader
+    dataset = StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                               columns=["a", "c"], batch_size=8)
+    assert sorted(s["a"] for s in dataset) == list(range(4000))
+    assert [c.rsplit("/", 1)[1] for c in MyFSDownloader.calls] == ["index.json", "part0.parquet"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -146,10 +147,12 @@ def remove_quietly(path: str) -> None:
         pass
 
 
-def download_s3(remote: str, local: str, timeout: float, client: Any) -> Any:
+def download_s3(remote: str, local: str, timeout: float, client: Any,
+                unsigned_client: Callable[[], Any] | None = None) -> Any:
     """Download from S3 as the reference does; returns the client that worked.
 
-    No credentials -> an unsigned client; a 400 (some public buckets) -> retried unsigned.
+    No credentials -> an unsigned client (`unsigned_client()`, else `s3_client`'s); a 400 (some
+    public buckets) -> retried unsigned.
     """
     from botocore.exceptions import ClientError, NoCredentialsError
 
@@ -161,7 +164,7 @@ def download_s3(remote: str, local: str, timeout: float, client: Any) -> Any:
     except ClientError as err:
         if _error_code(err) != "400":
             raise
-    unsigned = s3_client(timeout, unsigned=True)
+    unsigned = (unsigned_client or (lambda: s3_client(timeout, unsigned=True)))()
     download_object(unsigned, remote, local)
     return unsigned
 

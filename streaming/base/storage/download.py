@@ -18,7 +18,12 @@ from typing import Any, ClassVar
 from streaming.base.storage import _boto
 from streaming.base.storage.downloader_store import downloader_resolver
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
-from streaming.storage.schemes import add_store_resolver, get_store_spec, open_store, scheme_of
+from streaming.storage.schemes import (
+    add_store_resolver,
+    get_store_spec,
+    open_table_store,
+    scheme_of,
+)
 from streaming.storage.transfer import TransferError, fetch
 
 __all__ = [
@@ -109,7 +114,7 @@ class CloudDownloader:
         directory, name = _split_parent(remote)
         store = self._stores.get(directory)
         if store is None:
-            store = self._stores[directory] = open_store(directory, **self.store_options)
+            store = self._stores[directory] = open_table_store(directory, **self.store_options)
         fetch(store, name, local, retries=1, timeout=timeout)
 
     def clean_up(self) -> None:
@@ -150,8 +155,19 @@ class S3Downloader(CloudDownloader):
             super()._download_file_impl(remote, local, timeout)
             return
         if self._s3_client is None:
-            self._s3_client = _boto.s3_client(timeout)
-        self._s3_client = _boto.download_s3(remote, local, timeout, self._s3_client)
+            self._create_s3_client(timeout=timeout)
+
+        def unsigned() -> Any:
+            self._create_s3_client(unsigned=True, timeout=timeout)
+            return self._s3_client
+
+        self._s3_client = _boto.download_s3(remote, local, timeout, self._s3_client, unsigned)
+
+    def _create_s3_client(self, unsigned: bool = False,
+                          timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Build `self._s3_client`, as the reference's hook does (a subclass overriding it
+        brings its own session, endpoint or credentials); unsigned for public buckets."""
+        self._s3_client = _boto.s3_client(timeout, unsigned=unsigned)
 
     def clean_up(self) -> None:
         super().clean_up()

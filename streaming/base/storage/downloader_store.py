@@ -55,8 +55,13 @@ class DownloaderStore(Store):
         timeout = _DEFAULT_TIMEOUT if deadline is None else max(deadline - time.monotonic(), 1e-3)
         if os.path.exists(local_path):  # `CloudDownloader.download` keeps a file already there
             os.remove(local_path)
-        with self._errors(path):
-            self._downloader().download(self.url_for(path), local_path, timeout)
+        downloader = self._downloader()
+        try:
+            with self._errors(path):
+                downloader.download(self.url_for(path), local_path, timeout)
+        except BaseException:
+            downloader.clean_up()  # as the reference after a failed attempt: a broken client goes
+            raise
         if not os.path.isfile(local_path):
             raise self.not_found(path)
         size = os.path.getsize(local_path)
