@@ -50,7 +50,7 @@ from streaming.epoch_reads import EpochReads
 from streaming.format.shard_readers import ShardReaders
 from streaming.iteration import drop_padding, epoch_samples, iterate_batches
 from streaming.latest_iteration import LatestIteration
-from streaming.order.defaults import user_batching
+from streaming.order.defaults import BATCHING_METHODS, user_batching
 from streaming.order.plan import (
     Resolution,
     batch_size_when_missing,
@@ -272,6 +272,12 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
         custom = user_batching(self.batching_method)
         if custom is not None:  # the user's own, in the reference's table: called as it calls it
             return np.asarray(custom(self, world, epoch, sample_in_epoch), np.int64)
+        if self.batching_method not in BATCHING_METHODS:  # known where the dataset was built
+            raise ValueError(
+                f"Batching method {self.batching_method!r} is not in "
+                "streaming.base.batching.batching_methods in this process: register a method "
+                "of your own at module level (not under `if __name__ == '__main__':`), so "
+                "DataLoader workers started with spawn or forkserver have it too.")
         return plan(self._ss_config.order, self._ss_table, self._ss_resolution, world, epoch,
                     sample_in_epoch)
 

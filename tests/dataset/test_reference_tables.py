@@ -79,3 +79,14 @@ def test_a_batching_method_of_the_users_own_is_called(ints30, tables) -> None:
     batching.batching_methods["random"] = shipped  # put back: ours again
     dataset = StreamingDataset(local=ints30, batch_size=2, num_canonical_nodes=1)
     assert [s["v"] for s in dataset] == list(range(30))
+
+
+def test_a_method_missing_where_the_epoch_is_planned_says_where_to_register_it(
+        ints30, tables) -> None:
+    """A spawned DataLoader worker imports the main module anew: a method registered under
+    `if __name__ == '__main__':` is missing there (a bare KeyError before)."""
+    batching.batching_methods["mine"] = batching.batching_methods["random"]
+    dataset = StreamingDataset(local=ints30, batch_size=2, batching_method="mine")
+    del batching.batching_methods["mine"]  # what the worker's fresh import sees
+    with pytest.raises(ValueError, match="register a method of your own at module level"):
+        next(iter(dataset))
