@@ -36,6 +36,12 @@ _L = TypeVar("_L", bound="Lifecycle")
 
 log = logging.getLogger(__name__)
 
+_CLOSED = "close(), or the end of its `with` block"
+_GAVE_WAY = ("by this process, when another StreamingDataset with the same arguments was built "
+             "over the same directories while nothing used this one, as a notebook cell run "
+             "again does; two live datasets cannot share a cache: to use both (train and eval "
+             "over one split, say), give each its own `local`")
+
 # This process's open datasets by namespace name (see `close_idle_own`).
 _own: weakref.WeakValueDictionary[str, Lifecycle] = weakref.WeakValueDictionary()
 
@@ -81,9 +87,10 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
         return False
     log.warning("Closed this process's earlier StreamingDataset over %s (%s) for the new one "
                 "over the same directories; close datasets you are done with (close(), or a "
-                "with block).", dataset._ss_namespace.locals,
+                "with block). To use both, give each its own `local`: the earlier one cannot "
+                "start another epoch.", dataset._ss_namespace.locals,
                 "its iteration left part-way is ended" if ended else "nothing was using it")
-    dataset.close()
+    dataset._close(_GAVE_WAY)
     return True
 
 
@@ -138,12 +145,16 @@ class Lifecycle:
         it needs it. A `with` block left by an exception (a Ctrl-C) does not wait: the fetches
         in flight finish on their own, each file still appearing whole or not at all.
         """
+        self._close(_CLOSED)
+
+    def _close(self, why: str) -> None:
+        """`close`, saying `why` to whoever tries an epoch after (here, or in a worker's copy)."""
         try:
             self._prefetchers.stop(max(stream.download_timeout for stream in self.streams))
             for shard in self.shards.built():
                 shard.close()
         finally:  # even if a signal handler raises into us (torch's, on a killed worker)
-            self._ss_namespace.close()
+            self._ss_namespace.close(why)
 
     def _ensure_open(self) -> None:
         """Refuse to start an epoch once this process closed the dataset.
@@ -151,11 +162,12 @@ class Lifecycle:
         Raises:
             DatasetClosedError: it did.
         """
-        if self._ss_namespace.closed:
+        namespace = self._ss_namespace
+        if namespace.closed or namespace.closed_why is not None:
             raise DatasetClosedError(
-                "This StreamingDataset was closed (close(), or the end of its `with` block), so "
-                "it cannot start an epoch; build a new StreamingDataset over the same "
-                "directories to read again.")
+                f"This StreamingDataset was closed ({namespace.closed_why or _CLOSED}), so it "
+                "cannot start an epoch; build a new StreamingDataset over the same directories "
+                "to read again.")
 
     def __enter__(self: _L) -> _L:
         return self

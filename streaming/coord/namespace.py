@@ -77,6 +77,9 @@ class Namespace:
         self.timeout = timeout
         self._pid: int | None = None
         self._closed = False
+        # Why the process that opened it closed it: copies (forked or pickled into workers)
+        # carry it, so they refuse to start an epoch with that reason, not a missing namespace.
+        self.closed_why: str | None = None
         self._release: Release | None = None
         self._finalizer: weakref.finalize | None = None
         self._batch: tuple[int, _Edit] | None = None  # (thread, edit) inside `batch()`
@@ -126,8 +129,9 @@ class Namespace:
             record = read_record(self.state_dir, self.name)
             return [h[0] for h in live_holders(record)] if record else []
 
-    def close(self) -> None:
+    def close(self, why: str | None = None) -> None:
         """Release this process's hold now (idempotent); the last holder removes everything.
+        `why` is kept in `closed_why` (see there).
 
         Also a safe point for holds of dropped datasets whose finalizer had to queue them.
         """
@@ -136,6 +140,8 @@ class Namespace:
             self._finalizer.detach()
             self._release.now()
             self._closed = True
+            if why is not None and self.closed_why is None:
+                self.closed_why = why
         drain_pending()
 
     @property
@@ -260,6 +266,7 @@ class Namespace:
             "locals": self.locals,
             "remotes": self.remotes,
             "timeout": self.timeout,
+            "closed_why": self.closed_why,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -270,6 +277,7 @@ class Namespace:
             state["remotes"],
             timeout=state["timeout"],
         )
+        self.closed_why = state.get("closed_why")
 
     def __enter__(self) -> Namespace:
         return self

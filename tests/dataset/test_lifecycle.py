@@ -26,7 +26,7 @@ from streaming.cache.node_cache import NodeCache
 from streaming.coord.records import ensure_state_dir, read_record, registry_lock
 from streaming.coord.release import RELEASE_TIMEOUT, pending_count
 from streaming.coord.wait import wait_until
-from streaming.errors import ReusedLocalError
+from streaming.errors import DatasetClosedError, ReusedLocalError
 from tests.dataset.conftest import write_ints
 
 
@@ -606,3 +606,23 @@ def test_a_copy_used_after_its_original_was_dropped_says_why(ints30: str,
     copy = pickle.loads(blob)
     with pytest.raises(CoordinationError, match="closed or dropped"):
         next(iter(copy))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataset_that_gave_way_says_why_it_is_closed(
+        ints30: str, cache_dir: Callable[[], str], workers: int) -> None:
+    """Train and eval built with the same arguments over one cache: the train one gives way to
+    the eval one (as a notebook cell run again), and its next epoch says so, in the loader's
+    workers too (a missing namespace "unpickled after it was closed" before)."""
+    local = cache_dir()
+    train = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    evaluation = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    kwargs = {"num_workers": workers, "persistent_workers": bool(workers)}
+    assert sum(len(b["v"]) for b in DataLoader(evaluation, batch_size=2, **kwargs)) == 30
+    with pytest.raises(Exception, match="another StreamingDataset with the same arguments") \
+            as caught:
+        list(DataLoader(train, batch_size=2, **kwargs))
+    assert "give each its own `local`" in str(caught.value)
+    evaluation.close()
+    with pytest.raises(DatasetClosedError, match=r"close\(\), or the end of its `with` block"):
+        next(iter(evaluation))
