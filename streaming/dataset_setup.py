@@ -56,7 +56,7 @@ def build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> li
     return [stream]
 
 
-_FETCH_HOOKS = ("_download_file", "prepare_shard")
+_FETCH_HOOKS = ("prepare_shard",)  # (`_download_file` is called: `Stream._fetch_store`)
 
 
 def warn_unused_overrides(stream: Stream) -> None:

@@ -119,16 +119,44 @@ def test_a_stream_fetches_a_file_of_its_own_as_the_reference_hook_does(ints30, c
 
 
 class _OwnFetch(Stream):
+    """Fetches every file through the reference's hook, counting, then calls `super()`."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.fetched: list[str] = []
+
     def _download_file(self, from_basename: str, to_basename: str | None = None) -> str:
+        self.fetched.append(from_basename)
         return super()._download_file(from_basename, to_basename)
 
 
-def test_a_stream_overriding_a_fetch_hook_hears_it_is_not_called(ints30, cache_dir) -> None:
+class _OwnPrepare(Stream):
+    def prepare_shard(self, shard) -> int:  # type: ignore[no-untyped-def]
+        return super().prepare_shard(shard)
+
+
+def test_a_streams_own_download_file_fetches_its_index_and_shards(ints30, cache_dir) -> None:
+    """As in the reference, every file comes through an overridden `_download_file` (a mirror,
+    signed URLs); the cache still checks and places each one."""
     import warnings
 
-    with pytest.warns(UserWarning, match=r"_OwnFetch overrides _download_file, which .*"
+    stream = _OwnFetch(remote=ints30, local=cache_dir())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn about: the hook is used
+        dataset = StreamingDataset(streams=[stream], batch_size=4)
+    assert sorted(s["v"] for s in dataset) == list(range(30))
+    assert stream.fetched[0] == "index.json"
+    assert sorted(stream.fetched[1:]) == sorted(s.raw_data.basename for s in dataset.shards)
+    assert not [n for n in os.listdir(stream.local_dir) if n.endswith(".fetching")]
+    dataset.close()
+
+
+def test_a_stream_overriding_prepare_shard_hears_it_is_not_called(ints30, cache_dir) -> None:
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"_OwnPrepare overrides prepare_shard, which .*"
                                          r"register_store"):
-        StreamingDataset(streams=[_OwnFetch(remote=ints30, local=cache_dir())],
+        StreamingDataset(streams=[_OwnPrepare(remote=ints30, local=cache_dir())],
                          batch_size=4).close()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a plain Stream: nothing to say

@@ -1,0 +1,82 @@
+"""A download-only store whose objects some code of the user's fetches one whole file at a time.
+
+The reference let users bring their own downloading in two ways: a `CloudDownloader` class in
+`DOWNLOADER_MAPPINGS`, and a `Stream` subclass overriding `_download_file`. Both become stores
+of this kind, so the cache's retries, size and hash checks and atomic placement stay the ones
+every other store gets (`streaming.storage.transfer.fetch`): the user's code writes the file
+it is given. Such code cannot list, upload or read part of a file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from abc import abstractmethod
+
+from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.storage.base import ProgressFn, Store
+
+__all__ = ["WholeFileStore"]
+
+
+class WholeFileStore(Store):
+    """Objects under `url`, each fetched whole into a local file by `fetch_file`."""
+
+    supports_writes = False
+    supports_listing = False
+    supports_ranges = False
+
+    @property
+    @abstractmethod
+    def fetcher(self) -> str:
+        """Who fetches, for messages (``"MyDownloader (DOWNLOADER_MAPPINGS)"``)."""
+
+    @abstractmethod
+    def fetch_file(self, path: str, local_path: str, timeout: float) -> None:
+        """Write the object at `path` into `local_path` (absent beforehand)."""
+
+    def failed(self) -> None:
+        """Called after a failed attempt, before the error goes on (to drop a broken client)."""
+
+    def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
+                 deadline: float | None = None) -> int:
+        timeout = DEFAULT_TIMEOUT if deadline is None else max(deadline - time.monotonic(), 1e-3)
+        if os.path.exists(local_path):  # the reference's fetchers keep a file already there
+            os.remove(local_path)
+        try:
+            with self._errors(path):
+                self.fetch_file(path, local_path, timeout)
+        except BaseException:
+            self.failed()
+            raise
+        if not os.path.isfile(local_path):
+            raise self.not_found(path)
+        size = os.path.getsize(local_path)
+        if progress is not None:
+            progress(size)
+        return size
+
+    def get(self, path: str) -> bytes:
+        with tempfile.TemporaryDirectory(prefix="shardstream-get-") as scratch:
+            local = os.path.join(scratch, "object")
+            self.download(path, local)
+            with open(local, "rb") as file:
+                return file.read()
+
+    def get_range(self, path: str, start: int, end: int) -> bytes:
+        return self.get(path)[start:end]  # whole files only
+
+    def size(self, path: str) -> int:
+        return len(self.get(path))
+
+    def upload(self, local_path: str, path: str) -> None:
+        raise NotImplementedError(
+            f"{self.fetcher} only downloads; upload to {self.url_for(path)} through a store "
+            "(streaming.storage.register_store).")
+
+    def list(self, prefix: str = "") -> list[str]:
+        raise NotImplementedError(f"{self.fetcher} cannot list {self.url}.")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r}, {self.fetcher})"
