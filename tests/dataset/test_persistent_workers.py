@@ -153,9 +153,16 @@ def test_persistent_workers_that_died_between_epochs_are_replaced(
     import signal
 
     monkeypatch.setenv("STREAMING_BATCHED", batched)
-    dataset = StreamingDataset(local=ints30, batch_size=2)
-    loader = StreamingDataLoader(dataset, batch_size=2, num_workers=2, persistent_workers=True)
-    assert sorted(flat(loader)) == list(range(30))
+    # Workers inherit this process's SIGINT handler: Python's own, as in a training script (a
+    # library imported earlier in this test session may have installed one of its own).
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        dataset = StreamingDataset(local=ints30, batch_size=2)
+        loader = StreamingDataLoader(dataset, batch_size=2, num_workers=2,
+                                     persistent_workers=True)
+        assert sorted(flat(loader)) == list(range(30))
+    finally:
+        signal.signal(signal.SIGINT, handler)
     workers = loader._iterator._workers
     for worker in workers:
         os.kill(worker.pid, signal.SIGINT)  # what a Ctrl-C sends them
