@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from torch.utils.data import default_collate, default_convert, get_worker_info
 
 from streaming.defaults import TENSOR_DTYPE_KINDS
 
-__all__ = ["becomes_tensor", "collate_columns", "collate_samples", "convert_sample",
+__all__ = ["batch_length", "becomes_tensor", "collate_columns", "collate_samples", "convert_sample",
            "torch_dtype_of"]
 
 # numpy dtype kinds torch builds tensors of (bool, signed, unsigned, float, complex).
@@ -208,3 +209,23 @@ def _stack_plan(values: list[Any], first: np.ndarray) -> _Tensor | None:
     except TypeError:  # a dtype this torch build cannot hold
         return None
     return _Tensor((len(values), *shape), torch_dtype, values, stack=True)
+
+
+def batch_length(batch: Any) -> int:
+    """Number of samples in a collated batch.
+
+    Mappings (dicts, transformers' `BatchEncoding`/`BatchFeature`) count their first value; tensors
+    their first dimension; a list or tuple of samples (a `collate_fn` returning the samples as
+    dicts) its length; other sequences (tuples/lists of columns) their first column. The
+    reference counted a list of sample dicts by the keys of its first sample, so a checkpoint
+    replayed or skipped samples.
+    """
+    if isinstance(batch, Mapping):
+        for value in batch.values():
+            return len(value)
+        raise ValueError("Batch is empty")
+    if isinstance(batch, torch.Tensor):
+        return len(batch)
+    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], Mapping):
+        return len(batch)
+    return len(batch[0])

@@ -15,43 +15,29 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from torch import Tensor
 from torch.utils.data import BatchSampler, DataLoader
 
-from streaming.batch_ring import RingBatch, RingReader
-from streaming.collate import collate_samples, convert_sample
+from streaming.batch_ring import RingReader
+from streaming.collate import batch_length, collate_samples, convert_sample
 from streaming.dataset import StreamingDataset
 from streaming.latest_iteration import Consumer, Resumed, SuspendedIterations, consumer_here
-from streaming.loader_batched import WorkerStart, batch_sender, batched_path, own_collate
+from streaming.loader_batched import (
+    WorkerStart,
+    batch_sender,
+    batched_path,
+    headspace,
+    own_collate,
+    received,
+)
 from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
 
 __all__ = ["StreamingDataLoader"]
 
 _log = logging.getLogger(__name__)
-
-
-def batch_length(batch: Any) -> int:
-    """Number of samples in a collated batch.
-
-    Mappings (dicts, transformers' `BatchEncoding`/`BatchFeature`) count their first value; tensors
-    their first dimension; a list or tuple of samples (a `collate_fn` returning the samples as
-    dicts) its length; other sequences (tuples/lists of columns) their first column. The
-    reference counted a list of sample dicts by the keys of its first sample, so a checkpoint
-    replayed or skipped samples.
-    """
-    if isinstance(batch, Mapping):
-        for value in batch.values():
-            return len(value)
-        raise ValueError("Batch is empty")
-    if isinstance(batch, Tensor):
-        return len(batch)
-    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], Mapping):
-        return len(batch)
-    return len(batch[0])
 
 
 _DATALOADER = inspect.signature(DataLoader.__init__)
@@ -74,32 +60,6 @@ def _node_reporter(dataset: Any, path: str | None, interval: float | None,
 
     reporter = reporter_from(read, path, interval, log_interval)
     return None if world.rank_of_node else reporter
-
-
-def _received(batches: Iterator[Any], ring: RingReader) -> Iterator[Any]:
-    """The loader's batches, those sent through a worker's ring copied out at once (which
-    frees their slot)."""
-    for batch in batches:
-        yield ring.take(batch) if type(batch) is RingBatch else batch
-
-
-def _headspace(batches: Iterator[Any], keep: int, total: int | None,
-               stop_workers: Callable[[], None]) -> Iterator[Any]:
-    """The first `keep` batches for real, then the same batches again from memory until the
-    epoch's `total` (forever when unknown): the loop then runs as if loading were free."""
-    kept = []
-    for batch in batches:
-        kept.append(batch)
-        yield batch
-        if len(kept) == keep:
-            break
-    if len(kept) < keep or not kept:  # a shorter epoch: nothing to replay beyond it
-        return
-    stop_workers()  # the replay needs no loading: free the cores for the step
-    served = len(kept)
-    while total is None or served < total:
-        yield kept[served % len(kept)]
-        served += 1
 
 
 class StreamingDataLoader(DataLoader):
@@ -275,9 +235,9 @@ class StreamingDataLoader(DataLoader):
         counters = dataset._ss_cache.counters if dataset is not None else None
         if self._reporter is not None:
             self._reporter.start()
-        pending = _received(batches, self._ring)
+        pending = received(batches, self._ring)
         if self.headspace:
-            pending = _headspace(pending, self.headspace, self._epoch_batches(),
+            pending = headspace(pending, self.headspace, self._epoch_batches(),
                                  self._stop_workers)
         self.iterating += 1  # (a dataset in use is never closed for a new one: lifecycle)
         try:

@@ -1,5 +1,7 @@
-"""How `StreamingDataLoader` takes its batched path: when it applies, how a worker's batch of
-columns travels to the loader, and how a worker switches its dataset to yielding batches.
+"""How `StreamingDataLoader` takes its batched path and how batches reach the training loop:
+when the path applies, how a worker's batch of columns travels to the loader (`received`: out
+of a worker's ring), how a worker switches its dataset to yielding batches, and `headspace`'s
+replay of the first batches from memory.
 
 On the batched path each worker reads whole batches as columns (`StreamingDataset.batches`) and
 the loader passes them through, instead of collating per-sample dicts (`docs/runtime.md`).
@@ -8,17 +10,18 @@ the loader passes them through, instead of collating per-sample dicts (`docs/run
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch.utils.data import default_collate, get_worker_info
 
-from streaming.batch_ring import WorkerRing
+from streaming.batch_ring import RingBatch, RingReader, WorkerRing
 from streaming.collate import collate_columns
 from streaming.dataset import StreamingDataset, own_sample_read
 
-__all__ = ["WorkerStart", "batch_sender", "batched_path", "own_collate", "pins_batches"]
+__all__ = ["WorkerStart", "batch_sender", "batched_path", "headspace", "own_collate",
+           "pins_batches", "received"]
 
 
 def own_collate(collate_fn: Any) -> bool:
@@ -108,3 +111,29 @@ class WorkerStart:
             if isinstance(dataset, StreamingDataset) and namespace is not None:
                 namespace.note_failed_start(f"{type(err).__name__}: {err} (worker {worker_id})")
             raise
+
+
+def received(batches: Iterator[Any], ring: RingReader) -> Iterator[Any]:
+    """The loader's batches, those sent through a worker's ring copied out at once (which
+    frees their slot)."""
+    for batch in batches:
+        yield ring.take(batch) if type(batch) is RingBatch else batch
+
+
+def headspace(batches: Iterator[Any], keep: int, total: int | None,
+               stop_workers: Callable[[], None]) -> Iterator[Any]:
+    """The first `keep` batches for real, then the same batches again from memory until the
+    epoch's `total` (forever when unknown): the loop then runs as if loading were free."""
+    kept = []
+    for batch in batches:
+        kept.append(batch)
+        yield batch
+        if len(kept) == keep:
+            break
+    if len(kept) < keep or not kept:  # a shorter epoch: nothing to replay beyond it
+        return
+    stop_workers()  # the replay needs no loading: free the cores for the step
+    served = len(kept)
+    while total is None or served < total:
+        yield kept[served % len(kept)]
+        served += 1

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +30,7 @@ from streaming.plugins import TypedRegistry, create_registry
 from streaming.storage import open_store
 from streaming.storage.local import names_directory
 from streaming.storage.transfer import fetch
-from streaming.storage.whole_file_store import WholeFileStore
+from streaming.storage.whole_file_store import NamedFileStore
 from streaming.stream_weights import WeightViews
 
 if TYPE_CHECKING:
@@ -218,7 +216,8 @@ class Stream(WeightViews):
         overrides the reference's `_download_file` hook, one fetching through it."""
         if type(self)._download_file is Stream._download_file or self.remote_dir is None:
             return self._open_store()
-        return _HookStore(self)
+        return NamedFileStore(self.remote_dir, self._download_file,
+                              f"{type(self).__name__}._download_file")
 
     def source(self) -> ShardSource:
         """What `prepare_shard_files` needs to know about this stream."""
@@ -390,27 +389,3 @@ streams_registry: TypedRegistry[type[Stream]] = create_registry(
     description="The streams registry is used for registering Stream classes.",
 )
 streams_registry.register("stream", func=Stream)
-
-
-class _HookStore(WholeFileStore):
-    """A `Stream` subclass's own `_download_file` fetching its index and shards, as the
-    reference fetched every file through that hook (signed URLs, a mirror, logging). The hook
-    writes a hidden name in the stream's directory that it never finds there already; the file
-    then goes where the cache wants it. An override calling `super()._download_file` reaches
-    the remote's own store."""
-
-    def __init__(self, stream: Stream) -> None:
-        super().__init__(stream.remote_dir or "")
-        self.stream = stream
-
-    @property
-    def fetcher(self) -> str:
-        return f"{type(self.stream).__name__}._download_file"
-
-    def fetch_file(self, path: str, local_path: str, timeout: float) -> None:
-        temp = f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.fetching"
-        got = self.stream._download_file(path, temp)
-        try:
-            shutil.move(got, local_path)
-        finally:
-            discard(got)

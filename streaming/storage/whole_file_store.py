@@ -10,14 +10,18 @@ it is given. Such code cannot list, upload or read part of a file.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
+import uuid
 from abc import abstractmethod
+from collections.abc import Callable
 
+from streaming.atomic import discard
 from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.storage.base import ProgressFn, Store
 
-__all__ = ["WholeFileStore"]
+__all__ = ["NamedFileStore", "WholeFileStore"]
 
 
 class WholeFileStore(Store):
@@ -80,3 +84,30 @@ class WholeFileStore(Store):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, {self.fetcher})"
+
+
+class NamedFileStore(WholeFileStore):
+    """Objects fetched by `fetch(name, scratch_name)`, which writes the object `name` into its
+    own directory as `scratch_name` and returns that file's path: the reference's
+    `Stream._download_file` hook, overridden by a subclass (a mirror, signed URLs).
+
+    The scratch name is hidden and new each time, so a hook that keeps a file already there
+    still fetches; the file then moves where the cache wants it. A hook calling
+    `super()._download_file` reaches the remote's own store, not this one.
+    """
+
+    def __init__(self, url: str, fetch: Callable[[str, str], str], fetcher: str) -> None:
+        super().__init__(url)
+        self.fetch = fetch
+        self._fetcher = fetcher
+
+    @property
+    def fetcher(self) -> str:
+        return self._fetcher
+
+    def fetch_file(self, path: str, local_path: str, timeout: float) -> None:
+        got = self.fetch(path, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.fetching")
+        try:
+            shutil.move(got, local_path)
+        finally:
+            discard(got)
