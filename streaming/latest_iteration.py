@@ -141,12 +141,12 @@ class SuspendedIterations:
                            if getattr(it, "gi_frame", None) is not None]
 
     def endable(self) -> bool:
-        """Whether every one was left part-way by this thread: begun by it, not executing (this
-        thread is not inside it), and not iterated by a `for` loop that is running now
-        (`in_running_loop`); another thread's iteration is in use too."""
+        """Whether every one was begun by this thread and none is executing (this thread is not
+        inside it; another thread's iteration is in use, not left). One a `for` loop running
+        now iterates is in use too: ask `in_running_loop` first (its caller says so)."""
         here = threading.get_ident()
         return all(by.thread == here and not getattr(it, "gi_running", False)
-                   for it, by in self.iterations) and not self.in_running_loop()
+                   for it, by in self.iterations)
 
     def in_running_loop(self) -> bool:
         """Whether a `for` loop running in this thread iterates one now (its body is where we
