@@ -9,7 +9,9 @@ index (once per node) deletes the cached files it no longer vouches for, and tho
 rewrote since they were cached (by its listing's modification times, for files the index gives
 no digest); an `UnverifiedCacheWarning` names any it cannot judge. The machine records the remote a
 cache directory was filled from (in the per-user state dir): reused for another remote, the
-cache keeps no file on its size alone.
+cache keeps no file on its size alone. An index that reads the same but was written at the
+remote after the cached copy (a dataset rewritten in place with the same layout) has its
+undigested files judged the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import json
 import logging
 import os
 import warnings
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -219,6 +223,7 @@ class IndexCache:
             # another remote it says nothing of the files kept on their size alone.
             if old == loaded.text and origin in (None, where):
                 self._record_origin(origin, where)
+                self._judge_if_rewritten(loaded)
                 return
             try:
                 refresh = drop_changed_files(self.local_dir, parse_index(old, self.path),
@@ -232,6 +237,29 @@ class IndexCache:
                     self._judge_unverified(refresh.unverified)
         write_atomic(self.path, [loaded.text])
         self._record_origin(origin, where)
+
+    def _judge_if_rewritten(self, loaded: LoadedIndex) -> None:
+        """The remote's index reads as the cached copy does, but was written again since that
+        copy was made: a dataset rewritten in place with the same layout (fixed-length tokens
+        from another tokenizer) has an index identical to the byte. Its cached files with no
+        digest are then judged as after a changed index, and the copy is touched, so the next
+        start costs the one request for the index's time again, not a listing.
+
+        A server clock ahead of ours can only cost a listing, never a stale read."""
+        assert self.store is not None
+        try:
+            remote_time = self.store.modified(get_index_basename())
+            cached_time = os.stat(self.path).st_mtime
+        except Exception as err:  # a store that cannot say: nothing to go by, as before
+            log.debug("No modification time for the index of %s (%s: %s)", self.remote,
+                      type(err).__name__, err)
+            return
+        if remote_time is None or remote_time <= cached_time:
+            return
+        entries = loaded.entries
+        self._judge_unverified(drop_changed_files(self.local_dir, entries, entries).unverified,
+                               "was written again")
+        os.utime(self.path)
 
     def _origin(self) -> str | None:
         """The remote index this cache was filled from (`streaming.cache.origins`), in the
@@ -252,28 +280,18 @@ class IndexCache:
                         "digest to tell them apart, to be fetched from %s.", self.local_dir,
                         os.path.dirname(origin), self.remote, len(removed), self.remote)
 
-    def _judge_unverified(self, kept: list[KeptShard]) -> None:
+    def _judge_unverified(self, kept: list[KeptShard], what: str = "changed") -> None:
         """Drop the kept shards the remote rewrote since they were cached, by its listing's
-        modification times; warn about those it cannot judge (no times, no listing)."""
+        modification times; warn about those it cannot judge (no times, no listing). `what`
+        says what happened to the index ("changed", or "was written again" unchanged)."""
         if not kept:
             return
-        times = None
-        if self.store is not None and self.store.supports_listing:
-            # One listing of the whole remote (a request per 1,000 objects on S3), so a long
-            # start after a big dataset's index changed says why.
-            log.info("The index of %s changed: listing it to compare %d cached shard(s) that "
-                     "have no digest with the remote's modification times.", self.remote,
-                     len(kept))
-            try:
-                times = self.store.list_modified()
-            except Exception as err:  # listing refused (a read-only policy) or failing
-                log.debug("Could not list %s for modification times (%s: %s)", self.remote,
-                          type(err).__name__, err)
+        times = self._remote_times(kept, what)
         if times is not None:
             refresh = drop_rewritten(self.local_dir, kept, times)
             if refresh.removed:
-                log.info("The index of %s changed and %d cached file(s) were rewritten at the "
-                         "remote since: deleted, to be fetched again.", self.remote,
+                log.info("The index of %s %s and %d cached file(s) were rewritten at the "
+                         "remote since: deleted, to be fetched again.", self.remote, what,
                          len(refresh.removed))
             kept = refresh.unverified
         if not kept:
@@ -281,12 +299,48 @@ class IndexCache:
         names = [name for shard in kept for name in shard.cached]
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         warnings.warn(UnverifiedCacheWarning(
-            f"The index of {self.remote} changed since {self.local_dir} cached it. "
+            f"The index of {self.remote} {what} since {self.local_dir} cached it. "
             f"{len(names)} cached file(s) ({shown}) have the same size in both indexes, no "
             f"digest to compare and no modification time at the remote to go by, so they are "
             f"kept as they are: right if the dataset only grew, stale if it was rewritten in "
             f"place. After an in-place rewrite, delete the cache directory (or write the dataset "
             f"with `hashes=[...]`, whose digests tell a rewritten file apart)."), stacklevel=2)
+
+
+    def _remote_times(self, kept: list[KeptShard], what: str) -> dict[str, float] | None:
+        """The remote's modification times of the kept shards' files: from one listing of the
+        whole remote, or, where it cannot list (a web server), from each file's own time (a
+        HEAD per file, a few at a time). None when it can say neither."""
+        if self.store is None:
+            return None
+        store = self.store
+        # The remote is listed whole (a request per 1,000 objects on S3), or asked per file:
+        # either way a long start after a big dataset's index changed says why.
+        log.info("The index of %s %s: asking it the modification times of %d cached shard(s) "
+                 "that have no digest.", self.remote, what, len(kept))
+        try:
+            if store.supports_listing:
+                return store.list_modified()
+            names = [name for shard in kept for name in shard.names]
+            with ThreadPoolExecutor(min(8, len(names)),
+                                    thread_name_prefix="shardstream-times") as pool:
+                found = dict(zip(names, pool.map(_time_of(store), names), strict=True))
+        except Exception as err:  # listing refused (a read-only policy) or failing
+            log.debug("Could not ask %s for modification times (%s: %s)", self.remote,
+                      type(err).__name__, err)
+            return None
+        return {name: when for name, when in found.items() if when is not None}
+
+
+def _time_of(store: Any) -> Callable[[str], float | None]:
+    """`store.modified`, with a file the remote does not hold (a compressed shard's raw form)
+    answering None."""
+    def modified(name: str) -> float | None:
+        try:
+            return store.modified(name)
+        except FileNotFoundError:
+            return None
+    return modified
 
 
 def _place(where: str) -> str:

@@ -176,6 +176,12 @@ class ObstoreBackedStore(Store):
         with self._errors(path):
             return int(obstore.head(self._client(), path)["size"])
 
+    def modified(self, path: str) -> float | None:
+        with self._errors(path):
+            stamp = obstore.head(self._client(), path).get("last_modified")
+        # obstore reads a missing Last-Modified (a web server that cannot say) as the epoch.
+        return stamp.timestamp() if stamp is not None and stamp.timestamp() > 0 else None
+
     @forksafe
     def iter_chunks(self, path: str) -> Iterator[bytes]:
         with self._errors(path):

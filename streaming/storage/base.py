@@ -168,6 +168,14 @@ class Store(ABC):
     def size(self, path: str) -> int:
         """The object's length in bytes."""
 
+    def modified(self, path: str) -> float | None:
+        """The object's last modification time (seconds since the epoch, by the server's clock)
+        in one cheap request, or None when this store cannot say.
+
+        How a cache notices a dataset rewritten in place under an unchanged index
+        (`streaming.cache.index_cache`)."""
+        return None
+
     def get_tail(self, path: str, length: int) -> tuple[bytes, int]:
         """The object's last `length` bytes (all of it if shorter) and its size.
 

@@ -139,6 +139,13 @@ class GCSStore(Store):
             raise self.not_found(path)
         return int(blob.size)
 
+    def modified(self, path: str) -> float | None:
+        with self._errors(path):
+            blob = self._client().get_blob(self._key(path), timeout=self.timeout, retry=None)
+        if blob is None:
+            raise self.not_found(path)
+        return None if blob.updated is None else blob.updated.timestamp()
+
     def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
                  deadline: float | None = None) -> int:
         with self._errors(path), open(local_path, "wb") as f:

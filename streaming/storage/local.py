@@ -142,6 +142,12 @@ class LocalStore(Store):
             raise self._missing(path)
         return os.path.getsize(full)
 
+    def modified(self, path: str) -> float | None:
+        try:
+            return os.stat(self._path(path)).st_mtime
+        except FileNotFoundError:
+            raise self._missing(path) from None
+
     def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
                  deadline: float | None = None) -> int:
         with self._open(path) as src, open(local_path, "wb") as dst:

@@ -188,6 +188,10 @@ class S3Store(ObstoreBackedStore):
         return self._unsigned_fallback(super().size, path)
 
     @forksafe
+    def modified(self, path: str) -> float | None:
+        return self._unsigned_fallback(super().modified, path)
+
+    @forksafe
     def download(self, path: str, local_path: str, **kwargs: Any) -> int:
         return self._unsigned_fallback(super().download, path, local_path, **kwargs)
 

@@ -178,6 +178,11 @@ class SFTPStore(Store):
             raise self.not_found(path)
         return int(attrs.st_size or 0)
 
+    def modified(self, path: str) -> float | None:
+        with self._sftp(path) as sftp:
+            attrs = sftp.stat(self._abs(path))
+        return None if attrs.st_mtime is None else float(attrs.st_mtime)
+
     def download(self, path: str, local_path: str, *, progress: ProgressFn | None = None,
                  deadline: float | None = None) -> int:
         with self._sftp(path) as sftp, open(local_path, "wb") as f:

@@ -53,6 +53,32 @@ def test_a_same_size_rewrite_without_digests_is_caught_by_modification_time(
     assert not os.path.exists(os.path.join(local, "shard.00005.mds"))
 
 
+def test_a_rewrite_under_an_identical_index_is_caught_by_the_index_time(
+        make_ints, cache_dir) -> None:
+    """Rewritten in place with other values of the same count: the index reads the same to the
+    byte, but the remote's copy was written after the cache's, so the cached shards are judged
+    by their times and fetched again; a start after that keeps them."""
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    with open(os.path.join(local, "index.json"), "rb") as f:
+        cached = f.read()
+    shutil.rmtree(remote)
+    write_ints(remote, range(100, 130))
+    with open(os.path.join(remote, "index.json"), "rb") as f:
+        assert f.read() == cached
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnverifiedCacheWarning)
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(100, 130))
+        inodes = {name: os.stat(os.path.join(local, name)).st_ino for name in os.listdir(local)
+                  if name.endswith(".mds")}
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(100, 130))
+    assert {name: os.stat(os.path.join(local, name)).st_ino for name in inodes} == inodes
+
+
 def test_a_dataset_that_grew_keeps_its_cached_shards(make_ints, cache_dir, tmp_path) -> None:
     """New shards and a new index beside untouched old shards: nothing cached is fetched
     again, and nothing is warned about."""

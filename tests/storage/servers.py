@@ -276,7 +276,8 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Length", str(end - start))
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Last-Modified", formatdate(os.path.getmtime(path), usegmt=True))
+        if self.server.send_dates:  # type: ignore[attr-defined]
+            self.send_header("Last-Modified", formatdate(os.path.getmtime(path), usegmt=True))
         self.send_header("ETag", f'"{int(os.path.getmtime(path) * 1e6)}-{size}"')
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
@@ -295,6 +296,7 @@ class QuietHTTPServer(http.server.ThreadingHTTPServer):
     """Clients that hang up mid-response (the fault tests do) are expected, not news."""
 
     daemon_threads = True
+    send_dates = True  # False: no Last-Modified (a server that cannot say when a file changed)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass

@@ -150,6 +150,22 @@ class StoreTests:
         assert {path: stat.size for path, stat in stats.items()} == {
             path: len(data) for path, data in seeded.items()}
 
+    def test_modified_gives_one_object_its_time(self, store: Store,
+                                                seeded: dict[str, bytes]) -> None:
+        """What tells the cache an index was written again (`streaming.cache.index_cache`):
+        the time of one object, the listing's own where the store lists."""
+        when = store.modified("dir/b.bin")
+        if when is None:
+            assert type(store).__name__ in _LISTS_WITHOUT_TIMES
+            return
+        now = time.time()
+        assert now - 3600 < when <= now + 60
+        listed = store.list_modified("dir/") if store.supports_listing else None
+        if listed is not None:
+            assert abs(listed["dir/b.bin"] - when) < 1.0  # some lists round to whole seconds
+        with pytest.raises(FileNotFoundError):
+            store.modified("nope.bin")
+
     def test_upload_round_trip(self, store: Store, tmp_path: Any) -> None:
         if not store.supports_writes:
             pytest.skip(f"{type(store).__name__} is read-only")

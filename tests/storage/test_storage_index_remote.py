@@ -126,14 +126,17 @@ def _next_whole_second() -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("where", ["s3", "http"])
-def test_a_same_size_rewrite_in_place_is_caught_by_the_listing_or_named(
+@pytest.mark.parametrize("where", ["s3", "http", "http-undated"])
+def test_a_same_size_rewrite_in_place_is_caught_by_modification_times_or_named(
         where: str, seaweed_server: Server, http_server: Server, tmp_path: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The dataset is rewritten at its remote with other values in shards of the same sizes (no
-    digests in the index). An S3 listing's modification times show the cached copies are older:
-    they are fetched again. HTTP cannot list: the warning names the files kept."""
+    digests in the index). An S3 listing's modification times, or each file's Last-Modified
+    where HTTP cannot list, show the cached copies are older: they are fetched again. A server
+    that gives no dates: the warning names the files kept."""
     server = seaweed_server.apply_env(monkeypatch) if where == "s3" else http_server
+    if where == "http-undated":
+        monkeypatch.setattr(http_server.extra["httpd"], "send_dates", False)
     url = server.fresh_url()
     _seed_values(server, url, range(30), tmp_path)
     cache = tmp_path / "cache"
@@ -141,7 +144,7 @@ def test_a_same_size_rewrite_in_place_is_caught_by_the_listing_or_named(
         assert [s["v"] for s in dataset] == list(range(30))
     _next_whole_second()
     _seed_values(server, url, range(100, 125), tmp_path)  # 6 full shards of 8 again, then 1
-    if where == "s3":
+    if where != "http-undated":
         with warnings.catch_warnings():
             warnings.simplefilter("error", UnverifiedCacheWarning)
             with _open(url, cache) as dataset:
@@ -152,3 +155,47 @@ def test_a_same_size_rewrite_in_place_is_caught_by_the_listing_or_named(
             dataset = _open(url, cache)
         with dataset:  # what the warning is about: the old values of the 6 shards kept
             assert [s["v"] for s in dataset] == [*range(24), 124]
+
+
+def _seed_fixed(server: Server, url: str, values: range, tmp_path: Any) -> None:
+    """An uncompressed dataset of {'v': value} without digests at `url`: its index reads the
+    same to the byte for any values of the same count (a re-tokenized fixed-length dataset)."""
+    out = tmp_path / f"fixed-{values.start}"
+    with MDSWriter(out=str(out), columns={"v": "int"}, size_limit=200) as writer:
+        for value in values:
+            writer.write({"v": value})
+    for path in sorted(out.iterdir()):
+        server.seed(f"{url}/{path.name}", path.read_bytes())
+
+
+@pytest.mark.parametrize("where", ["s3", "http", "http-undated"])
+def test_a_rewrite_under_the_same_index_text_is_caught_by_the_index_time_or_named(
+        where: str, seaweed_server: Server, http_server: Server, tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rewritten in place with an index identical to the byte: the remote's index is newer
+    than the cached copy, so the cached shards are judged by their times as after a changed
+    index; once judged, the next start asks for nothing more. A server that gives no dates
+    cannot tell a rewrite apart (and is not warned about at every start)."""
+    server = seaweed_server.apply_env(monkeypatch) if where == "s3" else http_server
+    if where == "http-undated":
+        monkeypatch.setattr(http_server.extra["httpd"], "send_dates", False)
+    url = server.fresh_url()
+    _seed_fixed(server, url, range(40), tmp_path)
+    cache = tmp_path / "cache"
+    with _open(url, cache) as dataset:
+        assert [s["v"] for s in dataset] == list(range(40))
+    text = (cache / "index.json").read_bytes()
+    _next_whole_second()
+    _seed_fixed(server, url, range(500, 540), tmp_path)
+    assert (cache / "index.json").read_bytes() == text == _served_index(server, url) \
+        if where != "s3" else (cache / "index.json").read_bytes() == text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnverifiedCacheWarning)
+        with _open(url, cache) as dataset:
+            expected = list(range(40)) if where == "http-undated" else list(range(500, 540))
+            assert [s["v"] for s in dataset] == expected
+        if where == "http":  # judged once: a third start gets no shard again
+            before = http_server.extra["httpd"].requests
+            with _open(url, cache) as dataset:
+                assert [s["v"] for s in dataset] == list(range(500, 540))
+            assert http_server.extra["httpd"].requests - before == 2  # index and its time
