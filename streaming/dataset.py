@@ -26,6 +26,7 @@ from streaming.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
+from streaming.coord.job_agreement import check_same_everywhere
 from streaming.dataset_cache import CacheControls
 from streaming.dataset_config import DEFAULT_TIMEOUT, DatasetConfig
 from streaming.dataset_doc import ARGUMENTS
@@ -43,6 +44,7 @@ from streaming.dataset_setup import (
     derive_table,
     load_catalog,
     open_node_state,
+    order_signature,
 )
 from streaming.dataset_views import SizeViews
 from streaming.default_notices import notice_lazy_defaults, notice_predownload
@@ -176,6 +178,7 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
             self._ss_catalog.shards.set_bytes_as_views(True)
         check_limit(self._ss_config.cache_limit, self.streams, self._ss_catalog)
         self._ss_table = derive_table(self._ss_catalog, self.streams, self._ss_config)
+        check_same_everywhere(order_signature(self._ss_config, self._ss_table, replication))
         node = open_node_state(self.streams, self._ss_catalog, self.cache_limit, self._ss_config)
         self._ss_namespace, self._ss_cache = node.namespace, node.cache
         self._plan_board = node.plan_board

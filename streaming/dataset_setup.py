@@ -7,11 +7,14 @@ the constructor reads like a table of contents and no step reaches into the data
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +37,7 @@ from streaming.plugins import construct_from_registry
 from streaming.stream import Stream, index_bytes, streams_registry
 
 __all__ = ["NodeState", "build_streams", "check_limit", "derive_table", "load_catalog",
-           "open_node_state"]
+           "open_node_state", "order_signature"]
 
 
 def build_streams(streams: Sequence[Stream] | None, config: DatasetConfig) -> list[Stream]:
@@ -98,6 +101,20 @@ def derive_table(catalog: Catalog, streams: Sequence[Stream], config: DatasetCon
     for stream, weights in zip(streams, table.weights):
         stream.derived_weights = weights
     return table
+
+
+def order_signature(config: DatasetConfig, table: StreamTable,
+                    replication: int | None) -> dict[str, Any]:
+    """What decides a dataset's sample order, as JSON values: the order arguments, the
+    replication, each stream's derived weights and a digest of every shard's sample count.
+    Ranks of a job must agree on it (`streaming.coord.job_agreement`)."""
+    layout = table.layout
+    counts = hashlib.sha1(np.ascontiguousarray(layout.samples_per_shard, np.int64).tobytes()
+                          + np.ascontiguousarray(layout.shards_per_stream, np.int64).tobytes())
+    return {**dataclasses.asdict(config.order), "replication": replication,
+            "stream weights (proportion, repeat, choose)": [
+                [None if v is None else float(v) for v in w] for w in table.weights],
+            "digest of the shards' sample counts": counts.hexdigest()[:16]}
 
 
 def check_limit(limit: int | None, streams: Sequence[Stream], catalog: Catalog) -> None:

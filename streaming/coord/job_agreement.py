@@ -1,0 +1,112 @@
+"""Every rank of a job builds the same dataset: checked through `torch.distributed`'s store.
+
+The sample order is computed on each node from the dataset's arguments alone, so ranks given
+different order arguments (a `shuffle_seed` drawn per process, a `batch_size` computed from a
+per-rank value) each plan their own epoch: samples are repeated and skipped across nodes,
+silently, in the reference as here. Ranks on one node share the plan its first process made, so
+there the other arguments were silently ignored instead.
+
+When a process group is initialised (the reference's constructor holds a `dist.barrier()`
+there, so every rank builds its datasets then), each rank publishes what decides the order under
+one key of the job's key-value store, with `compare_set`: the first rank to arrive sets it, and
+each later one compares against it, without waiting for anyone. The key names the place in the
+user's code the dataset was built from (the chain of calls outside this package) and how many
+datasets this process built there, so datasets built in a loop, or for train and eval through
+one helper, are each compared with their own counterpart on the other ranks.
+
+Nothing is checked without a process group, with one rank, or where the store offers no
+`compare_set`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+from streaming.errors import StreamingError
+
+__all__ = ["DifferentArgumentsError", "check_same_everywhere"]
+
+log = logging.getLogger(__name__)
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SITE_FRAMES = 8  # calls outside the package that name a construction site
+_built: Counter[str] = Counter()  # datasets this process built, per site
+
+
+class DifferentArgumentsError(StreamingError, ValueError):
+    """Ranks of one job built a dataset with different order arguments (or over different
+    shards): their epochs would repeat some samples and skip others."""
+
+
+def check_same_everywhere(signature: dict[str, Any]) -> None:
+    """Compare `signature` (JSON-able: what decides the sample order) with the one the first
+    rank to build this dataset published.
+
+    Raises:
+        DifferentArgumentsError: naming each argument that differs and both values.
+    """
+    group = _process_group()
+    if group is None:
+        return
+    store, rank = group
+    site = _construction_site()
+    _built[site] += 1
+    key = f"shardstream/order/{site}/{_built[site]}"
+    mine = json.dumps({"rank": rank, "order": signature}, sort_keys=True)
+    try:
+        first = json.loads(store.compare_set(key, "", mine))
+    except Exception as err:  # noqa: BLE001 (a store without compare_set: nothing to go by)
+        log.debug("Could not compare dataset arguments across ranks (%s: %s)",
+                  type(err).__name__, err)
+        return
+    if first["order"] != signature:
+        raise DifferentArgumentsError(_message(rank, signature, first["rank"], first["order"]))
+
+
+def _process_group() -> tuple[Any, int] | None:
+    """(the default store, this rank) of an initialised group of more than one rank."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    try:
+        if dist.get_world_size() < 2:
+            return None
+        from torch.distributed.distributed_c10d import _get_default_store
+
+        return _get_default_store(), dist.get_rank()
+    except Exception as err:  # noqa: BLE001 (a group torch cannot describe: not checked)
+        log.debug("No store to compare dataset arguments across ranks (%s: %s)",
+                  type(err).__name__, err)
+        return None
+
+
+def _construction_site() -> str:
+    """A digest of the chain of calls (file, line) outside this package that built the
+    dataset: a dataset only some ranks build (a look at one sample on rank 0) is built from
+    another chain, and so is never compared with the others'."""
+    frame = sys._getframe(1)
+    chain: list[str] = []
+    while frame is not None and len(chain) < _SITE_FRAMES:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PACKAGE + os.sep):
+            chain.append(f"{path}:{frame.f_lineno}")
+        frame = frame.f_back  # type: ignore[assignment]
+    return hashlib.sha1("|".join(chain).encode()).hexdigest()[:16]
+
+
+def _message(rank: int, mine: dict[str, Any], other: int, theirs: dict[str, Any]) -> str:
+    names = sorted(set(mine) | set(theirs))
+    differ = [f"{name}={mine.get(name)!r} here but {theirs.get(name)!r} on rank {other}"
+              for name in names if mine.get(name) != theirs.get(name)]
+    return (f"Rank {rank} built this StreamingDataset with other arguments than rank {other} "
+            f"did: {'; '.join(differ)}. Every rank must pass the same order arguments "
+            "(shuffle, shuffle_seed, batch_size, num_canonical_nodes, epoch_size, stream "
+            "weights...) over the same shards, or each node plans its own epoch and samples are "
+            "repeated and skipped across them. Pass values that do not depend on the rank (a "
+            "seed drawn once and shared, say).")
