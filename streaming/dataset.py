@@ -50,7 +50,7 @@ from streaming.dataset_views import SizeViews
 from streaming.default_notices import notice_lazy_defaults, notice_predownload
 from streaming.epoch_reads import EpochReads
 from streaming.format.shard_readers import ShardReaders
-from streaming.iteration import drop_padding, epoch_samples, iterate_batches
+from streaming.iteration import drop_padding, epoch_samples, iterate_batches, outlive_close
 from streaming.latest_iteration import LatestIteration
 from streaming.order.defaults import BATCHING_METHODS, user_batching
 from streaming.order.plan import (
@@ -341,8 +341,9 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
         if batching is not None:  # (not `self.batches`: a subclass may own that name)
             return self._ss_batches(*batching)
         # Begins at the first `next`, ending the iteration before (`LatestIteration`).
-        return self._ss_latest.track(self._epoch_reads,
-                                  lambda begin: epoch_samples(begin, self.predownload))
+        return self._ss_latest.track(
+            self._epoch_reads,
+            lambda begin: epoch_samples(begin, self.predownload, self._ss_ended_why))
 
     def batches(self, batch_size: int | None = None, drop_last: bool = False
                 ) -> Iterator[dict[str, Any]]:
@@ -369,11 +370,19 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
             self.batch_size = size
             self._ss_batch_size_from_batches = True
         return self._ss_latest.track(self._epoch_reads, lambda begin: _epoch_batches(
-            begin, self.predownload, size, drop_last))
+            begin, self.predownload, size, drop_last, self._ss_ended_why))
 
 
 def _epoch_batches(begin: Callable[[], tuple[np.ndarray, EpochReads]], predownload: int,
-                   batch_size: int, drop_last: bool) -> Iterator[dict[str, Any]]:
-    """`iterate_batches`, its sample ids and reads made by `begin` at the first `next`."""
+                   batch_size: int, drop_last: bool, ended_why: Callable[[], str | None]
+                   ) -> Iterator[dict[str, Any]]:
+    """`iterate_batches`, its sample ids and reads made by `begin` at the first `next`; closed
+    as its dataset gives way, it says so when resumed (as `epoch_samples`)."""
     sample_ids, reads = begin()
-    yield from iterate_batches(sample_ids, reads, predownload, batch_size, drop_last)
+    try:
+        yield from iterate_batches(sample_ids, reads, predownload, batch_size, drop_last)
+    except GeneratorExit:  # `iterate_batches` has released what it held already
+        why = ended_why()
+        if why is None:
+            raise
+        yield from outlive_close(why)

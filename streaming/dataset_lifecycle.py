@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 _CLOSED = "close(), or the end of its `with` block"
 _GAVE_WAY = ("by this process, when another StreamingDataset with the same arguments was built "
-             "over the same directories while nothing used this one, as a notebook cell run "
-             "again does; two live datasets cannot share a cache: to use both (train and eval "
-             "over one split, say), give each its own `local`")
+             "over the same directories (as a notebook cell run again does); two live datasets "
+             "cannot share a cache: to use both (train and eval over one split, say), give each "
+             "its own `local`")
 
 # This process's open datasets by namespace name (see `close_idle_own`).
 _own: weakref.WeakValueDictionary[str, Lifecycle] = weakref.WeakValueDictionary()
@@ -79,8 +79,16 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     if not all(iterations.endable() for iterations in left):
         return False
     ended = any(iterations.iterations for iterations in left)
+    # An iteration ended here may yet be resumed (Lightning's training fetcher around a
+    # validation loop that built the twin): it then raises this instead of ending silently.
+    dataset._ss_ended_why_text = (
+        f"This iteration of a StreamingDataset over {dataset._ss_namespace.locals} was ended "
+        "part-way when another StreamingDataset with the same arguments was built over the "
+        "same directories, and then resumed: its epoch cannot go on. Two live datasets cannot "
+        "share a cache: to use both at once (train and eval over one split, say), give each "
+        "its own `local`; to replace one, stop iterating it first.")
     for iterations in left:
-        iterations.end()
+        iterations.end(keep_unstarted=True)
     for loader in loaders:  # persistent workers between epochs: stopped
         loader._stop_workers()
     if dataset._ss_namespace.holders() != [os.getpid()]:
@@ -89,7 +97,8 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
                 "over the same directories; close datasets you are done with (close(), or a "
                 "with block). To use both, give each its own `local`: the earlier one cannot "
                 "start another epoch.", dataset._ss_namespace.locals,
-                "its iteration left part-way is ended" if ended else "nothing was using it")
+                "its suspended iteration is ended: resumed, it raises" if ended
+                else "nothing was using it")
     dataset._close(_GAVE_WAY)
     return True
 
@@ -124,6 +133,12 @@ class Lifecycle:
     _ss_config: DatasetConfig
     streams: list[Stream]
     shards: ShardReaders
+
+    # Set by `close_idle_own` as this dataset gives way: why its suspended iterations ended.
+    _ss_ended_why_text: str | None = None
+
+    def _ss_ended_why(self) -> str | None:
+        return self._ss_ended_why_text
 
     def _register_own(self) -> None:
         """Be found by `close_idle_own` (by a new dataset over the same directories)."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from streaming.batch_columns import BatchParts
 from streaming.epoch_reads import EpochReads
-from streaming.errors import StreamingError
+from streaming.errors import DatasetClosedError, StreamingError
 from streaming.metrics.counters import column
 from streaming.prefetch import CHUNK, Prefetcher, first_uses
 
@@ -171,13 +171,18 @@ def iterate_epoch(sample_ids: np.ndarray, reads: EpochReads, predownload: int) -
 
 
 def epoch_samples(begin: Callable[[], tuple[np.ndarray, EpochReads]],
-                  predownload: int) -> Iterator[Any]:
+                  predownload: int, ended_why: Callable[[], str | None] = lambda: None
+                  ) -> Iterator[Any]:
     """`iterate_epoch`, with its sample ids and reads made by `begin` at the first `next`.
 
     The epoch is a chain (in C) of iterables, one per bulk run or chunk: each sample passes
     through this generator's frame and the reader's own, never through one frame per layer of
     planning (each resumed frame costs ~0.1 us a sample). A decoder's own error (`ValueError`,
     `struct.error`) met in a bulk run is raised as `Reader.undecodable_run`, naming the run.
+
+    Closed while `ended_why()` says why (the dataset gave way to another: `outlive_close`),
+    it releases what it holds but stays suspended, and raises `DatasetClosedError` with that
+    reason at its next `next`: whoever resumes it hears the epoch was cut, not a silent end.
     """
     sample_ids, reads = begin()
     prefetcher = Prefetcher(sample_ids, reads, predownload, reads.fetched_bytes,
@@ -185,8 +190,18 @@ def epoch_samples(begin: Callable[[], tuple[np.ndarray, EpochReads]],
     prefetcher.start()
     run = _Run()
     parts = _epoch_parts(sample_ids, reads, prefetcher, run)
+    released = False
     try:
         yield from chain.from_iterable(parts)
+    except GeneratorExit:
+        why = ended_why()
+        if why is None:
+            raise
+        parts.close()
+        reads.leave()
+        prefetcher.finish()
+        released = True
+        yield from outlive_close(why)
     except Exception as err:  # not by name: an iterator finalised at exit may outlive them
         # Ours (a hash mismatch, a bad shard) say it already; a bulk decoder's own does not.
         if run.current is None or not isinstance(err, (ValueError, struct.error)):
@@ -197,9 +212,19 @@ def epoch_samples(begin: Callable[[], tuple[np.ndarray, EpochReads]],
             raise
         raise reads.readers[shard].undecodable_run(lo, hi, err) from err
     finally:
-        parts.close()
-        reads.leave()
-        prefetcher.finish()
+        if not released:  # (released before its dataset closed: its slots are gone now)
+            parts.close()
+            reads.leave()
+            prefetcher.finish()
+
+
+def outlive_close(why: str) -> Iterator[Any]:
+    """What an iteration closed by `SuspendedIterations.end` for a new dataset yields from in
+    place of its samples: one step, so that the `close()` finds it still suspended (its caller
+    ignores the `RuntimeError` Python raises for that), then `DatasetClosedError(why)` at the
+    next `next`. A garbage collection, or a second `close()`, ends it without a word."""
+    yield None
+    raise DatasetClosedError(why)
 
 
 def iterate_batches(sample_ids: np.ndarray, reads: EpochReads, predownload: int,

@@ -155,15 +155,24 @@ class SuspendedIterations:
         return any(by.thread == here and by.consumer is not None and by.consumer.loops_over(it)
                    for it, by in self.iterations)
 
-    def end(self, same_thread_only: bool = False) -> None:
+    def end(self, same_thread_only: bool = False, keep_unstarted: bool = False) -> None:
         """Close each (its `finally` runs: prefetcher stopped, workers stopped, slots freed); a
-        later `next` on it raises StopIteration. With `same_thread_only`, those another thread
-        began are left alone (see `LatestIteration.track`)."""
+        later `next` on it raises StopIteration, or, for one closed because its dataset gave
+        way to another, `DatasetClosedError` saying so (`iteration.outlive_close`). With
+        `same_thread_only`, those another thread began are left alone (see
+        `LatestIteration.track`). With `keep_unstarted`, one never begun is left as it is (its
+        dataset, closed, refuses it at its first `next`, saying why; closed now, it would end
+        without a word)."""
         here = threading.get_ident()
         for it, by in self.iterations:
             if same_thread_only and by.thread != here:
+                continue
+            if keep_unstarted and not getattr(it, "gi_suspended", True):
                 continue
             try:
                 getattr(it, "close", lambda: None)()
             except ValueError:  # "generator already executing": it is what called us
                 pass
+            except RuntimeError as err:  # one that stays to say why at its next `next`
+                if "ignored GeneratorExit" not in str(err):
+                    raise

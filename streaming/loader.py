@@ -23,6 +23,7 @@ from torch.utils.data import BatchSampler, DataLoader
 from streaming.batch_ring import RingReader
 from streaming.collate import batch_length, collate_samples, convert_sample
 from streaming.dataset import StreamingDataset
+from streaming.iteration import outlive_close
 from streaming.latest_iteration import Consumer, Resumed, SuspendedIterations, consumer_here
 from streaming.loader_batched import (
     WorkerStart,
@@ -240,17 +241,29 @@ class StreamingDataLoader(DataLoader):
             pending = headspace(pending, self.headspace, self._epoch_batches(),
                                  self._stop_workers)
         self.iterating += 1  # (a dataset in use is never closed for a new one: lifecycle)
+        left = False
         try:
             yield from self._timed(pending, counters, per_item, self._closes)
+        except GeneratorExit:
+            why = dataset._ss_ended_why() if dataset is not None else None
+            if why is not None:  # its dataset gave way: released now, says so if resumed
+                left = self._left()
+                yield from outlive_close(why)
+            raise
         finally:
-            self.iterating -= 1
-            if not self.iterating and not self.persistent_workers:
-                # The epoch ended or the loop left it (`break`, `next(iter(loader))`): these
-                # workers are done. Stop them now and free their ring slots, the mapped and
-                # the in flight: left to the garbage collector, each early exit kept ~3
-                # batches per worker in /dev/shm until `close()`, and two epochs' slots
-                # coexisted (Docker's 64 MiB /dev/shm then failed an epoch).
-                self._stop_workers()
+            if not left:
+                self._left()
+
+    def _left(self) -> bool:
+        """An iteration ended, or its loop left it (`break`, `next(iter(loader))`)."""
+        self.iterating -= 1
+        if not self.iterating and not self.persistent_workers:
+            # These workers are done. Stop them now and free their ring slots, the mapped and
+            # the in flight: left to the garbage collector, each early exit kept ~3 batches
+            # per worker in /dev/shm until `close()`, and two epochs' slots coexisted
+            # (Docker's 64 MiB /dev/shm then failed an epoch).
+            self._stop_workers()
+        return True
 
     def _timed(self, pending: Iterator[Any], counters: Any,
                per_item: int | None, closes: int) -> Iterator[Any]:

@@ -206,7 +206,8 @@ def test_a_dataset_iterated_part_way_gives_way_to_a_new_one(
     """Lightning's `reload_dataloaders_every_n_epochs` builds the dataset again while it holds
     the last epoch's loader, whose loop it left after `len(loader)` batches (the reference
     allows it). The loop left part-way ends, as a new `iter()` ends the one before, and the
-    earlier dataset is closed with a warning."""
+    earlier dataset is closed with a warning. Resumed after all, it raises: Lightning's
+    training fetcher around a validation loader built as its twin, cut silently before."""
     local = cache_dir()
     first = StreamingDataset(remote=ints30, local=local, batch_size=2)
     loader = StreamingDataLoader(first, batch_size=2, num_workers=workers,
@@ -215,11 +216,62 @@ def test_a_dataset_iterated_part_way_gives_way_to_a_new_one(
     _Fetcher(batches).fetch()  # a loader's epoch under way, consumed as Lightning's fetcher does
     with caplog.at_level("WARNING", logger="streaming.dataset_lifecycle"):
         second = StreamingDataset(remote=ints30, local=local, batch_size=2)
-    assert "its iteration left part-way is ended" in caplog.text
-    assert list(batches) == [] and first._ss_namespace.closed
+    assert "its suspended iteration is ended: resumed, it raises" in caplog.text
+    assert first._ss_namespace.closed
+    with pytest.raises(DatasetClosedError, match=r"was ended part-way when another "
+                       r"StreamingDataset with the same arguments was built .* give each its "
+                       r"own `local`"):
+        next(batches)
     assert sorted(v for b in StreamingDataLoader(second, batch_size=2, num_workers=workers)
                   for v in b["v"].tolist()) == list(range(30))
     second.close()
+
+
+@pytest.mark.parametrize("how", ["loader-begun", "loader-unbegun", "samples", "batches"])
+def test_an_iteration_resumed_after_its_dataset_gave_way_raises_instead_of_ending(
+        ints30: str, cache_dir: Callable[[], str], how: str) -> None:
+    """Lightning builds `val_dataloader()` as a twin of the training one after it made the
+    training iterator (and before its first batch); the training loop then resumed it and
+    trained on nothing, without a word. Whatever the kind of iteration, and begun or not, a
+    resumed one now raises, saying why."""
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    if how.startswith("loader"):
+        kept = iter(StreamingDataLoader(first, batch_size=2))
+    else:
+        kept = iter(first) if how == "samples" else first.batches(2)
+    if how != "loader-unbegun":
+        next(kept)
+    second = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    with pytest.raises(DatasetClosedError, match="same arguments"):
+        next(kept)
+    del kept
+    gc.collect()
+    assert sorted(s["v"] for s in second) == list(range(30))
+    second.close()
+
+
+def test_a_loop_cut_by_a_twin_built_in_its_body_raises_when_the_check_is_defeated(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """A loop over a generator wrapping the loader, in a frame that also keeps a stray iterator
+    of that generator's code (a peek earlier): the running-loop check cannot tell, the twin is
+    built, and the loop's next step raises instead of ending the epoch early."""
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    loader = StreamingDataLoader(first, batch_size=2)
+
+    def wrap(source: Any) -> Iterator[Any]:
+        yield from source
+
+    stray = wrap(iter([]))  # noqa: F841 (what defeats the check)
+    seen, twin = 0, None
+    with pytest.raises(DatasetClosedError, match="same arguments"):
+        for batch in wrap(loader):
+            seen += len(batch["v"])
+            if seen == 4:
+                twin = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert seen == 4 and twin is not None
+    twin.close()
 
 
 def test_an_idle_dataset_gives_way_to_a_new_one(ints30: str, cache_dir: Callable[[], str],
