@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from streaming.coord.liveness import parent_of
 from streaming.coord.orphans import exit_with_parent, loader_done_event
 from streaming.errors import DatasetClosedError, ReusedLocalError
 from streaming.format.read_buffers import pickle_views_as_bytes
@@ -91,7 +92,11 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
         iterations.end(keep_unstarted=True)
     for loader in loaders:  # persistent workers between epochs: stopped
         loader._stop_workers()
-    if dataset._ss_namespace.holders() != [os.getpid()]:
+    # Still held by DataLoader workers of this process (a torch loader's persistent ones, which
+    # only it can stop): refused as before. Held by peer ranks rebuilding theirs in step
+    # (Lightning DDP reloading its dataloaders): ours goes, and the new one waits for theirs.
+    me = os.getpid()
+    if any(parent_of(pid) == me for pid in dataset._ss_namespace.holders() if pid != me):
         return False
     log.warning("Closed this process's earlier StreamingDataset over %s (%s) for the new one "
                 "over the same directories; close datasets you are done with (close(), or a "

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 WORKER = os.path.join(os.path.dirname(__file__), "multinode_worker.py")
 REUSE_WORKER = os.path.join(os.path.dirname(__file__), "reuse_worker.py")
 LAUNCH_WORKER = os.path.join(os.path.dirname(__file__), "launch_worker.py")
+REBUILD_WORKER = os.path.join(os.path.dirname(__file__), "rebuild_worker.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NUM = 512
 
@@ -209,3 +210,15 @@ def test_a_launcher_without_rank_variables(remote, tmp_path, before_init: bool) 
         return
     assert [r["num_nodes"] for r in reports] == [1, 1]  # one machine: one node of two ranks
     assert sorted(reports[0]["ids"] + reports[1]["ids"]) == list(range(NUM))
+
+
+def test_ranks_of_a_node_rebuild_their_dataset_each_epoch(remote, tmp_path) -> None:
+    """Lightning DDP with `reload_dataloaders_every_n_epochs=1`: both ranks of a node build the
+    dataset again with the same arguments while still holding the last one. Each gives way in
+    its process and waits for its peer's (it failed with "Reused local directory": the peer's
+    hold looked like this process's own live dataset)."""
+    job = dict(remote=remote, cache=str(tmp_path / "cache"), epochs=3)
+    reports = run_job(1, 2, job, tmp_path, worker=REBUILD_WORKER)
+    for epoch in range(3):
+        ids = reports[0]["epochs"][epoch] + reports[1]["epochs"][epoch]
+        assert sorted(ids) == list(range(NUM)), epoch
