@@ -4,15 +4,12 @@ one rank per simulated node, each with its own cache."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.dataset.conftest import write_ints
-from tests.dataset.test_multinode import ROOT, free_port
+from tests.dataset.test_multinode import run_job
 
 pytestmark = pytest.mark.slow
 
@@ -20,24 +17,7 @@ WORKER = os.path.join(os.path.dirname(__file__), "agreement_worker.py")
 
 
 def _run(job: dict, tmp_path) -> list[dict]:
-    port = free_port()
-    procs, outs = [], []
-    for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0",
-                   LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-        outs.append(str(tmp_path / f"agree{rank}-{port}.json"))
-        procs.append(subprocess.Popen([sys.executable, WORKER, json.dumps(job), outs[-1]],
-                                      env=env, stderr=subprocess.PIPE))
-    try:
-        for proc in procs:
-            _, err = proc.communicate(timeout=240)
-            assert proc.returncode == 0, err.decode()[-3000:]
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-    return [json.load(open(out)) for out in outs]
+    return run_job(2, 1, job, tmp_path, worker=WORKER)  # two nodes of one rank
 
 
 @pytest.fixture(scope="module")
