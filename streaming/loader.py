@@ -33,6 +33,7 @@ from streaming.loader_batched import (
     own_collate,
     received,
 )
+from streaming.loader_workers import replace_dead_workers, resume_workers
 from streaming.metrics.report import MetricsReporter, SourceGone, reporter_from
 from streaming.order.world import World
 
@@ -229,9 +230,9 @@ class StreamingDataLoader(DataLoader):
             finally:
                 dataset._loader_batches = None
         else:
-            self._replace_dead_workers()
+            replace_dead_workers(self)
             with self._batched_settings():
-                batches = super().__iter__()
+                batches = resume_workers(self, super().__iter__)
         self._current = weakref.ref(batches)  # for `close`; never keeps the workers alive
         counters = dataset._ss_cache.counters if dataset is not None else None
         if self._reporter is not None:
@@ -360,21 +361,6 @@ class StreamingDataLoader(DataLoader):
         reporter = getattr(self, "_reporter", None)
         if reporter is not None:
             reporter.stop()
-
-    def _replace_dead_workers(self) -> None:
-        """Persistent workers that ended between two epochs (a Ctrl-C the training loop caught
-        reached the whole process group) are replaced: their iterator is shut down, so this
-        epoch starts new ones. torch would wait 5 s for their answer, then fail this epoch and
-        every later one ("exited unexpectedly"). (Workers killed by a signal, as by the OOM
-        killer, make torch raise in this process at once; that is left as it is.)"""
-        workers = getattr(getattr(self, "_iterator", None), "_workers", None)
-        if not self.persistent_workers or not workers:
-            return
-        dead = [worker.pid for worker in workers if not worker.is_alive()]
-        if dead:
-            _log.warning("Persistent DataLoader workers %s had exited; starting new ones for "
-                         "this epoch.", dead)
-            self._stop_workers()
 
     def _stop_workers(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         current = getattr(self, "_current", None)
