@@ -366,7 +366,8 @@ class Stream(WeightViews):
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_store"] = None  # stores rebuild their clients in the new process
+        if not getattr(self._store, "travels_with_streams", False):
+            state["_store"] = None  # opened again there (stores rebuild their clients anyway)
         state["_pending_index"] = None  # the node's set-up is done before workers exist
         state["_pending_table"] = None
         return state

@@ -73,8 +73,10 @@ def algorithm(table: Mapping[str, _Algo], name: str, argument: str) -> _Algo:
     try:
         return table[name]
     except KeyError:
-        raise KeyError(f"Unknown {argument} {name!r}; known: {', '.join(sorted(table))}"
-                       ) from None
+        raise KeyError(f"Unknown {argument} {name!r}; known: {', '.join(sorted(table))} (a "
+                       "function of your own added to the reference's table must be added at "
+                       "module level, not under `if __name__ == '__main__':`, so DataLoader "
+                       "workers started with spawn or forkserver have it too)") from None
 
 
 # Shuffles whose units are whole shards: they want many canonical nodes per physical node.

@@ -146,6 +146,10 @@ class Store(ABC):
     # that can be abandoned at the timeout; stores that cannot stall are called directly, which
     # saves a thread start per file (most of the cost of fetching tiny local files).
     can_stall: ClassVar[bool] = True
+    # Whether a `Stream` pickled into a DataLoader worker takes this store along instead of
+    # opening its URL again there: a user's `DOWNLOADER_MAPPINGS` entry made under `if __name__
+    # == '__main__':` is not in a spawned worker's table (the reference pickles its downloader).
+    travels_with_streams: ClassVar[bool] = False
     # Attributes dropped when pickling; rebuilt lazily in the receiving process.
     _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_client_lock")
 

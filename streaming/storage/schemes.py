@@ -108,7 +108,9 @@ def open_table_store(url: str, **options: Any) -> Store:
         raise ValueError(
             f"Unsupported remote path: {url} (no storage backend for scheme {scheme!r}; "
             f"known: {', '.join(s or '<local path>' for s in registered_schemes())}; serve "
-            f"another with streaming.storage.register_store)"
+            f"another with streaming.storage.register_store, or a CloudDownloader in "
+            f"streaming.base.storage.download.DOWNLOADER_MAPPINGS, either done at module level "
+            f"so that spawned DataLoader workers have it too)"
         )
     return _load(scheme, spec)(url, **options)
 

@@ -9,17 +9,20 @@ it is given. Such code cannot list, upload or read part of a file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
 import uuid
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from streaming.atomic import discard
 from streaming.defaults import DEFAULT_TIMEOUT
+from streaming.errors import StreamingError
 from streaming.storage.base import ProgressFn, Store
+from streaming.storage.store_errors import AccessDeniedError, ObjectNotFoundError
 
 __all__ = ["NamedFileStore", "WholeFileStore"]
 
@@ -49,7 +52,7 @@ class WholeFileStore(Store):
         if os.path.exists(local_path):  # the reference's fetchers keep a file already there
             os.remove(local_path)
         try:
-            with self._errors(path):
+            with self._own_errors(path):
                 self.fetch_file(path, local_path, timeout)
         except BaseException:
             self.failed()
@@ -60,6 +63,22 @@ class WholeFileStore(Store):
         if progress is not None:
             progress(size)
         return size
+
+    @contextlib.contextmanager
+    def _own_errors(self, path: str) -> Iterator[None]:
+        """`Store._errors`, keeping the user's code's own error in view: a `FileNotFoundError`
+        or `PermissionError` it raised may be about a file of its own (a staging folder it
+        forgot to create), not the remote's object, so its text joins ours and it is the
+        cause."""
+        try:
+            with self._errors(path):
+                yield
+        except (ObjectNotFoundError, AccessDeniedError) as ours:
+            theirs = ours.__context__
+            if theirs is None or isinstance(theirs, StreamingError):
+                raise
+            raise type(ours)(f"{ours} ({self.fetcher} raised {type(theirs).__name__}: "
+                             f"{theirs})") from theirs
 
     def get(self, path: str) -> bytes:
         with tempfile.TemporaryDirectory(prefix="shardstream-get-") as scratch:

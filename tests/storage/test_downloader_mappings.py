@@ -172,3 +172,62 @@ def test_parquet_columns_through_a_downloader_fetch_the_file_once(tmp_path, mapp
                                columns=["a", "c"], batch_size=8)
     assert sorted(s["a"] for s in dataset) == list(range(4000))
     assert [c.rsplit("/", 1)[1] for c in MyFSDownloader.calls] == ["index.json", "part0.parquet"]
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_a_mapping_made_in_this_process_only_serves_spawned_workers(
+        tmp_path, mappings, monkeypatch, context: str) -> None:
+    """Registered under `if __name__ == '__main__':` (here: in the test, never at import), the
+    entry is not in a spawned worker's table: the stream takes its store along, as the
+    reference pickles its downloader (workers opened the URL again and read through the
+    shipped S3 store, or failed on an unknown scheme)."""
+    _write(str(tmp_path / "mirror"))
+    monkeypatch.setenv(SOURCE_ENV, str(tmp_path / "mirror"))
+    mappings["s3"] = MirrorS3  # no S3 server anywhere: only the mirror can answer
+    dataset = StreamingDataset(remote="s3://bucket/ds", local=str(tmp_path / "cache"),
+                               batch_size=4, download_retry=1)
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2,
+                                 multiprocessing_context=context)
+    assert sorted(int(x) for batch in loader for x in batch["x"]) == list(range(40))
+
+
+class Staged(MyFSDownloader):
+    """Downloads into a staging folder of its own that it forgets to create."""
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        shutil.copy(remote[len("myfs://"):], os.path.join(os.path.dirname(local), "staging",
+                                                         "part"))
+
+
+def test_the_downloaders_own_missing_file_is_named_not_hidden(tmp_path, mappings) -> None:
+    _write(str(tmp_path / "src"))
+    mappings["myfs"] = Staged
+    with pytest.raises(ObjectNotFoundError, match=r"index.json not found\. \(Staged "
+                       r"\(DOWNLOADER_MAPPINGS\) raised FileNotFoundError: .*staging") as err:
+        StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                         batch_size=4, download_retry=1)
+    assert isinstance(err.value.__cause__, FileNotFoundError)
+    assert not isinstance(err.value.__cause__, ObjectNotFoundError)
+
+
+def test_a_download_under_way_does_not_bring_back_a_cleaned_up_client(monkeypatch) -> None:
+    """Several threads share one downloader: a download begun before `clean_up()` kept
+    writing its client back, so a rotated credential's client was used again."""
+    from streaming.base.storage import _boto
+
+    downloader = downloads.S3Downloader()
+    made: list[object] = []
+    monkeypatch.setattr(downloader, "_create_s3_client",
+                        lambda unsigned=False, timeout=60: setattr(
+                            downloader, "_s3_client", made.append(object()) or made[-1]))
+    monkeypatch.setattr(_boto, "has_boto3", lambda: True)
+
+    def download(remote, local, timeout, client, unsigned):
+        downloader.clean_up()  # another thread's failure, while this one downloads
+        return client
+
+    monkeypatch.setattr(_boto, "download_s3", download)
+    downloader._download_file_impl("s3://b/k", "/dev/null", 1.0)
+    assert downloader._s3_client is None  # dropped stays dropped: the next one builds anew
+    downloader._download_file_impl("s3://b/k", "/dev/null", 1.0)
+    assert len(made) == 2

@@ -154,14 +154,18 @@ class S3Downloader(CloudDownloader):
         if not _boto.has_boto3():
             super()._download_file_impl(remote, local, timeout)
             return
-        if self._s3_client is None:
+        client = self._s3_client
+        if client is None:
             self._create_s3_client(timeout=timeout)
+            client = self._s3_client
 
-        def unsigned() -> Any:
+        def unsigned() -> Any:  # kept for the next files, as the reference keeps it
             self._create_s3_client(unsigned=True, timeout=timeout)
             return self._s3_client
 
-        self._s3_client = _boto.download_s3(remote, local, timeout, self._s3_client, unsigned)
+        # The client is never written back: downloads run in several threads, and one that
+        # began before a `clean_up()` would bring back the client it dropped.
+        _boto.download_s3(remote, local, timeout, client, unsigned)
 
     def _create_s3_client(self, unsigned: bool = False,
                           timeout: float = DEFAULT_TIMEOUT) -> None:

@@ -34,6 +34,7 @@ class DownloaderStore(WholeFileStore):
     """
 
     _transient: ClassVar[tuple[str, ...]] = (*Store._transient, "_downloader_obj")
+    travels_with_streams = True  # the class chosen here, as the reference's pickled downloader
 
     def __init__(self, url: str, downloader: type[CloudDownloader]) -> None:
         super().__init__(url)
