@@ -96,8 +96,16 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     # only it can stop): refused as before. Held by peer ranks rebuilding theirs in step
     # (Lightning DDP reloading its dataloaders): ours goes, and the new one waits for theirs.
     me = os.getpid()
-    if any(parent_of(pid) == me for pid in dataset._ss_namespace.holders() if pid != me):
-        return False
+    workers = [pid for pid in dataset._ss_namespace.holders() if parent_of(pid) == me]
+    if workers:
+        raise ReusedLocalError(
+            f"Reused local directory: {dataset._ss_namespace.locals}. This process's earlier "
+            f"StreamingDataset over it (same arguments) is still held by DataLoader workers "
+            f"of this process (pids {workers}): persistent workers of a torch DataLoader (or "
+            "of one accelerate or a Trainer prepared) keep their dataset until that loader is "
+            "gone. Drop every reference to the old loader (`del loader`) before building the "
+            "new dataset, or use StreamingDataLoader, whose workers are stopped for you.",
+            True, name)
     log.warning("Closed this process's earlier StreamingDataset over %s (%s) for the new one "
                 "over the same directories; close datasets you are done with (close(), or a "
                 "with block). To use both, give each its own `local`: the earlier one cannot "

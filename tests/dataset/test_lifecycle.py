@@ -678,3 +678,23 @@ def test_a_dataset_that_gave_way_says_why_it_is_closed(
     evaluation.close()
     with pytest.raises(DatasetClosedError, match=r"close\(\), or the end of its `with` block"):
         next(iter(evaluation))
+
+
+def test_a_torch_loaders_persistent_workers_holding_the_twin_are_named(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """`ds, dl = build()` each epoch with a torch DataLoader's persistent workers: they hold
+    the earlier dataset and only that loader can stop them. The error says so (it blamed a
+    live dataset of this process and StreamingDataLoader); without that loader, the rebuild
+    goes on."""
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    loader = DataLoader(first, batch_size=2, num_workers=1, persistent_workers=True)
+    assert sum(len(b["v"]) for b in loader) == 30
+    with pytest.raises(ReusedLocalError, match=r"still held by DataLoader workers of this "
+                       r"process .*`del loader`"):
+        StreamingDataset(remote=ints30, local=local, batch_size=2)
+    del loader
+    gc.collect()
+    second = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert sorted(s["v"] for s in second) == list(range(30))
+    second.close()
