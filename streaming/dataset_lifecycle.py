@@ -88,8 +88,11 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
         "same directories, and then resumed: its epoch cannot go on. Two live datasets cannot "
         "share a cache: to use both at once (train and eval over one split, say), give each "
         "its own `local`; to replace one, stop iterating it first.")
-    for iterations in left:
-        iterations.end(keep_unstarted=True)
+    try:
+        for iterations in left:
+            iterations.end(keep_unstarted=True)
+    finally:  # (each took the reason as it ended; a later `break` ends as usual)
+        dataset._ss_ended_why_text = None
     for loader in loaders:  # persistent workers between epochs: stopped
         loader._stop_workers()
     # Still held by DataLoader workers of this process (a torch loader's persistent ones, which
@@ -147,7 +150,7 @@ class Lifecycle:
     streams: list[Stream]
     shards: ShardReaders
 
-    # Set by `close_idle_own` as this dataset gives way: why its suspended iterations ended.
+    # Set by `close_idle_own` while it ends this dataset's suspended iterations: why.
     _ss_ended_why_text: str | None = None
 
     def _ss_ended_why(self) -> str | None:
