@@ -18,7 +18,8 @@ PARTS = {"catalog", "iteration", "epoch_reads", "checkpoint", "dataset_config", 
          "dataset_fields", "collate", "batch_columns", "batch_ring", "prefetch", "latest_iteration",
          "default_notices"}
 COMPOSITION = {"stream", "stream_weights", "dataset", "dataset_setup", "dataset_cache",
-               "dataset_lifecycle", "dataset_views", "loader", "loader_batched", "local"}
+               "dataset_lifecycle", "dataset_views", "loader", "loader_batched", "loader_workers",
+               "local"}
 TOP = {"merge", "convert", "cli", "__main__"}
 COMPAT = {"base", "vision", "text", "multimodal"}
 
