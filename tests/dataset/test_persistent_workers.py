@@ -144,20 +144,16 @@ def test_main_process_and_persistent_workers_share_the_counter(ints30, cache_dir
         ds.close()
 
 
-@pytest.mark.parametrize("batched", ["1", "0"])
-def test_persistent_workers_that_died_between_epochs_are_replaced(
-        ints30, cache_dir, monkeypatch, caplog, batched: str) -> None:
-    """A Ctrl-C caught by the training loop also ends the workers (SIGINT reaches the whole
-    process group): the next epoch starts new ones, where torch waited 5 s and then failed
-    that epoch and every later one."""
+def _loader_whose_workers_a_ctrl_c_ended(local: str) -> StreamingDataLoader:
+    """A loader after one epoch with 2 persistent workers, both then ended by SIGINT (what a
+    Ctrl-C sends the whole process group) and reaped."""
     import signal
 
-    monkeypatch.setenv("STREAMING_BATCHED", batched)
     # Workers inherit this process's SIGINT handler: Python's own, as in a training script (a
     # library imported earlier in this test session may have installed one of its own).
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        dataset = StreamingDataset(local=ints30, batch_size=2)
+        dataset = StreamingDataset(local=local, batch_size=2)
         loader = StreamingDataLoader(dataset, batch_size=2, num_workers=2,
                                      persistent_workers=True)
         assert sorted(flat(loader)) == list(range(30))
@@ -165,9 +161,20 @@ def test_persistent_workers_that_died_between_epochs_are_replaced(
         signal.signal(signal.SIGINT, handler)
     workers = loader._iterator._workers
     for worker in workers:
-        os.kill(worker.pid, signal.SIGINT)  # what a Ctrl-C sends them
+        os.kill(worker.pid, signal.SIGINT)
     for worker in workers:
         worker.join()
+    return loader
+
+
+@pytest.mark.parametrize("batched", ["1", "0"])
+def test_persistent_workers_that_died_between_epochs_are_replaced(
+        ints30, cache_dir, monkeypatch, caplog, batched: str) -> None:
+    """A Ctrl-C caught by the training loop also ends the workers (SIGINT reaches the whole
+    process group): the next epoch starts new ones, where torch waited 5 s and then failed
+    that epoch and every later one."""
+    monkeypatch.setenv("STREAMING_BATCHED", batched)
+    loader = _loader_whose_workers_a_ctrl_c_ended(ints30)
     with caplog.at_level("WARNING", logger="streaming.loader"):
         assert sorted(flat(loader)) == list(range(30))
     assert "had exited; starting new ones" in caplog.text
@@ -181,23 +188,9 @@ def test_persistent_workers_ending_as_the_epoch_starts_are_replaced(
     """The race left by the test above: workers a Ctrl-C reached still alive when the epoch
     checks them, dead when torch resumes them (it waits 5 s, then failed the epoch). The check
     is skipped here to make the race certain: the epoch replaces them and goes on."""
-    import signal
-
     import streaming.loader
 
-    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        dataset = StreamingDataset(local=ints30, batch_size=2)
-        loader = StreamingDataLoader(dataset, batch_size=2, num_workers=2,
-                                     persistent_workers=True)
-        assert sorted(flat(loader)) == list(range(30))
-    finally:
-        signal.signal(signal.SIGINT, handler)
-    workers = loader._iterator._workers
-    for worker in workers:
-        os.kill(worker.pid, signal.SIGINT)
-    for worker in workers:
-        worker.join()
+    loader = _loader_whose_workers_a_ctrl_c_ended(ints30)
     monkeypatch.setattr(streaming.loader, "replace_dead_workers",  # found alive, say
                         lambda loader: None)
     with caplog.at_level("WARNING", logger="streaming.loader"):
