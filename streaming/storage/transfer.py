@@ -26,6 +26,7 @@ from streaming.hashing import hash_file
 from streaming.retries import backoff_pause, call_with_retries as retrying
 from streaming.storage._forksafe import abandon
 from streaming.storage.base import ProgressFn, Store
+from streaming.storage.user_code_errors import as_theirs_too
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
            "OversizedObjectError",
@@ -63,7 +64,8 @@ class TransferTimeoutError(TransferError, TimeoutError):
 def _gave_up(what: str, attempts: int, err: Exception) -> TransferError:
     kind = TransferTimeoutError if isinstance(err, TimeoutError) else TransferError
     plural = "s" if attempts > 1 else ""
-    return kind(f"{what} failed after {attempts} attempt{plural}: {first_line(err)}")
+    return as_theirs_too(kind(f"{what} failed after {attempts} attempt{plural}: "
+                              f"{first_line(err)}"), err)
 
 
 @dataclass(frozen=True)

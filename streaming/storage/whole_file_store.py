@@ -23,6 +23,7 @@ from streaming.defaults import DEFAULT_TIMEOUT
 from streaming.errors import StreamingError
 from streaming.storage.base import ProgressFn, Store
 from streaming.storage.store_errors import AccessDeniedError, ObjectNotFoundError
+from streaming.storage.user_code_errors import mark_as_users
 
 __all__ = ["NamedFileStore", "WholeFileStore"]
 
@@ -69,10 +70,16 @@ class WholeFileStore(Store):
         """`Store._errors`, keeping the user's code's own error in view: a `FileNotFoundError`
         or `PermissionError` it raised may be about a file of its own (a staging folder it
         forgot to create), not the remote's object, so its text joins ours and it is the
-        cause."""
+        cause. Any other error of theirs is marked, so that the error given after the last
+        attempt is also of their type (`user_code_errors`)."""
         try:
             with self._errors(path):
-                yield
+                try:
+                    yield
+                except Exception as raised:
+                    if not isinstance(raised, StreamingError):
+                        mark_as_users(raised)  # its type is kept if we give up on it
+                    raise
         except (ObjectNotFoundError, AccessDeniedError) as ours:
             theirs = ours.__context__
             if theirs is None or isinstance(theirs, StreamingError):

@@ -3,7 +3,9 @@ a scheme of their own, or one replacing ours (`streaming.base.storage.downloader
 
 from __future__ import annotations
 
+import abc
 import os
+import pickle
 import shutil
 from collections.abc import Iterator
 
@@ -15,6 +17,7 @@ from streaming.base.storage.download import DOWNLOADER_MAPPINGS, CloudDownloader
 from streaming.base.storage.downloader_store import DownloaderStore
 from streaming.storage import open_store
 from streaming.storage.store_errors import ObjectNotFoundError
+from streaming.storage.transfer import TransferError
 
 SOURCE_ENV = "SS_TEST_MYFS_ROOT"  # where the test's downloader finds files (workers too)
 
@@ -231,3 +234,81 @@ def test_a_download_under_way_does_not_bring_back_a_cleaned_up_client(monkeypatc
     assert downloader._s3_client is None  # dropped stays dropped: the next one builds anew
     downloader._download_file_impl("s3://b/k", "/dev/null", 1.0)
     assert len(made) == 2
+
+
+class CredentialsExpired(Exception):
+    """A user's own error, with an `__init__` of its own and an attribute a handler reads."""
+
+    def __init__(self, account: str, detail: str) -> None:
+        super().__init__(f"{account}: {detail}")
+        self.account = account
+
+
+class Expiring(MyFSDownloader):
+    """Reads the index, then refuses every shard with the user's own error."""
+
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        if not remote.endswith("index.json"):
+            raise CredentialsExpired("ops@example", "token expired")
+        super()._download_file_impl(remote, local, timeout)
+
+
+def _caught_as_theirs(err: BaseException) -> None:
+    assert isinstance(err, CredentialsExpired) and isinstance(err, TransferError)
+    assert err.account == "ops@example"
+    assert "failed after 1 attempt: CredentialsExpired: ops@example: token expired" in str(err)
+
+
+def test_the_downloaders_own_error_type_reaches_the_caller(tmp_path, mappings) -> None:
+    """The reference let a downloader's exception reach `dataset[i]` and the constructor as it
+    was, so a training loop may catch it by its type (to refresh credentials): what we raise
+    after the last attempt is a `TransferError` and of the user's type too."""
+    _write(str(tmp_path / "src"))
+    mappings["myfs"] = Expiring
+    dataset = StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                               batch_size=4, download_retry=1)
+    with pytest.raises(CredentialsExpired) as err:
+        dataset[0]
+    _caught_as_theirs(err.value)
+    assert type(err.value.__cause__) is CredentialsExpired
+    again = pickle.loads(pickle.dumps(err.value))  # the class is made at run time
+    assert type(again) is type(err.value)
+    _caught_as_theirs(again)
+    mappings["myfs"] = type("ExpiringIndex", (MyFSDownloader,), {
+        "_download_file_impl": lambda self, remote, local, timeout: Expiring._download_file_impl(
+            self, remote.replace("index.json", "shard"), local, timeout)})
+    with pytest.raises(CredentialsExpired):
+        StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c2"),
+                         batch_size=4, download_retry=1)
+
+
+def test_the_downloaders_own_error_type_crosses_from_a_worker(tmp_path, mappings) -> None:
+    """torch re-raises a worker's error in the training process by its class, pickled."""
+    _write(str(tmp_path / "src"))
+    mappings["myfs"] = Expiring
+    dataset = StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                               batch_size=4, download_retry=1)
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=1,
+                                 multiprocessing_context="fork")
+    with pytest.raises(CredentialsExpired, match="token expired") as err:
+        next(iter(loader))
+    assert isinstance(err.value, TransferError)
+
+
+class AbstractError(Exception, metaclass=abc.ABCMeta):
+    """An error class with a metaclass of its own: no class can join it with ours."""
+
+
+class Unjoinable(MyFSDownloader):
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        raise AbstractError("refused")
+
+
+def test_an_error_type_that_cannot_join_ours_leaves_ours(tmp_path, mappings) -> None:
+    _write(str(tmp_path / "src"))
+    mappings["myfs"] = Unjoinable
+    with pytest.raises(TransferError, match="AbstractError: refused") as err:
+        StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                         batch_size=4, download_retry=1)
+    assert type(err.value) is TransferError
+    assert isinstance(err.value.__cause__, AbstractError)
