@@ -215,6 +215,32 @@ def test_the_reference_modules_other_names_read_as_there() -> None:
     assert hashing._hashes is hashing._hashes  # one table, as the reference's module global
 
 
+def test_names_the_reference_modules_imported_import_from_there() -> None:
+    """`from streaming.base.dataset import Stream` and the like: names a reference module had
+    imported for itself, found where we define them (`streaming.base._reimports`)."""
+    from streaming.base._reimports import REIMPORTS
+
+    for module, names in REIMPORTS.items():
+        for name in names:
+            scope: dict[str, object] = {}
+            exec(f"from {module} import {name}", scope)  # the statement users write
+            assert scope[name] is getattr(importlib.import_module(module), name)
+    dataset = importlib.import_module("streaming.base.dataset")
+    assert dataset.Stream is streaming.Stream
+    assert dataset.logger.name == "streaming.base.dataset"
+    mds_writer = importlib.import_module("streaming.base.format.mds.writer")
+    encodings = importlib.import_module("streaming.base.format.mds.encodings")
+    assert mds_writer.mds_encode is encodings.mds_encode
+    assert importlib.import_module("streaming.base.world").dist is importlib.import_module(
+        "streaming.base.distributed")
+    assert not hasattr(dataset, "no_such_name")  # anything else is still missing
+    with pytest.raises(ImportError, match="no_such_name"):
+        exec("from streaming.base.stream import no_such_name", {})
+    partition = importlib.import_module("streaming.base.partition")
+    assert partition.logger.name == "streaming.base.partition"
+    assert partition.orig.__name__ == "streaming.base.partition.orig"  # its own lookup still
+
+
 @pytest.mark.parametrize("module", [_case(m) for m in HOMES])
 def test_aliases_are_our_real_objects(module: str) -> None:
     alias = importlib.import_module(module)

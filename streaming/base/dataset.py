@@ -11,6 +11,7 @@ import enum
 import numpy as np
 
 from streaming.base._compat import EpochCursor as _Iterator
+from streaming.base._reimports import reimported as _reimported
 from streaming.base.constant import (
     BARRIER,
     BARRIER_FILELOCK,
@@ -45,3 +46,6 @@ class _IterState(enum.IntEnum):
     ITERATING = 0
     EXITING = 1
     EXITED = 2
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from streaming.base._compat import EpochCursor, core_arguments
+from streaming.base._reimports import reimported as _reimported
 from streaming.base.constant import TICK
 from streaming.dataset import StreamingDataset
 from streaming.defaults import DEFAULT_TIMEOUT
@@ -162,3 +163,6 @@ class StreamingOutsideDTWebVid(_OutsideWebVid):
         state = dict(parent() if parent is not None else self.__dict__)
         state.pop("_cursor", None)  # threads and locks stay in the process that made them
         return state
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from streaming.base._lazy import submodules
+from streaming.base._reimports import reimported as _reimported
 from streaming.base.partition import orig, relaxed
 from streaming.order.partition import (
     algos,
@@ -20,4 +21,5 @@ __all__ = [
     "relaxed",
 ]
 
-__getattr__ = submodules(__name__)  # the reference imported them eagerly
+# The reference imported its submodules eagerly, and the names `streaming.base._reimports` lists.
+__getattr__ = _reimported(__name__, then=submodules(__name__))

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.base.constant import BARRIER_FILELOCK, CACHE_FILELOCK, LOCALS, SHM_TO_CLEAN, TICK
 from streaming.base.shared.memory import SharedMemory
 from streaming.coord.liveness import mapped_shm_paths
@@ -198,3 +199,6 @@ def get_shm_prefix(
                 f"{their_prefix_int}. expected: {streams_local} and {prefix_int}."
             )
     return prefix_int, shm
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.order.shuffle.py1br import get_shuffle_py1br
 
 __all__ = [
     "get_shuffle_py1br",
 ]
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

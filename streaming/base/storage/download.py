@@ -15,6 +15,7 @@ import os
 import posixpath
 from typing import Any, ClassVar
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.base.storage import _boto
 from streaming.base.storage.downloader_store import downloader_resolver
 from streaming.storage.messages import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
@@ -377,3 +378,6 @@ DOWNLOADER_MAPPINGS: dict[str, type[CloudDownloader]] = {
 # as in the reference; the shipped ones leave datasets to their native stores.
 add_store_resolver(downloader_resolver(DOWNLOADER_MAPPINGS, dict(DOWNLOADER_MAPPINGS),
                                        _mapping_key))
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

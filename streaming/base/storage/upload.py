@@ -15,6 +15,7 @@ import tempfile
 from enum import Enum
 from typing import Any, ClassVar
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.base.storage import _boto
 from streaming.base.storage.download import BOTOCORE_CLIENT_ERROR_CODES, GCS_ERROR_NO_AUTHENTICATION
 from streaming.retries import call_with_retries
@@ -366,3 +367,6 @@ class LocalUploader(CloudUploader):
                 path for name in files if (path := os.path.join(dirpath, name)).startswith(start)
             )
         return sorted(found)
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

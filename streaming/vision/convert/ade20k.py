@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from glob import glob
 from typing import Any
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.vision.convert._common import add_writer_flags, run_published_splits, write_samples
 
 __all__ = ["COLUMNS", "CORRUPTED_TRAIN_UIDS", "SPLITS", "convert_split", "each", "get", "main",
@@ -108,3 +109,6 @@ def main(args: Namespace) -> None:
 
 if __name__ == "__main__":
     main(parse_args())
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

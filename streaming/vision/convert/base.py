@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.vision.convert._common import write_samples
 
 __all__ = ["ImageClassDataset", "convert_image_class_dataset"]
@@ -70,3 +71,6 @@ def convert_image_class_dataset(dataset: ImageClassDataset, out_root: str,
     write_samples(out_dir, columns, samples(), len(indices), compression=compression,
                   hashes=hashes, size_limit=size_limit, progress_bar=progress_bar, leave=leave,
                   desc=split or None)
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

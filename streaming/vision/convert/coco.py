@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.vision.convert._common import add_writer_flags, run_published_splits, write_samples
 
 __all__ = ["COLUMNS", "SPLITS", "CocoImage", "convert_split", "each", "load_annotations", "main",
@@ -143,3 +144,6 @@ def main(args: Namespace) -> None:
 
 if __name__ == "__main__":
     main(parse_args())
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

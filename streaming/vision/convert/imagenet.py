@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.format.writer_args import SIZE_LIMIT
 from streaming.units import get_list_arg
 from streaming.vision.convert._common import add_writer_flags, write_samples
@@ -127,3 +128,6 @@ def main(args: Namespace) -> None:
 
 if __name__ == "__main__":
     main(parse_args())
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

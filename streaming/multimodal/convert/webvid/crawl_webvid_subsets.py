@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.format.mds.writer import MDSWriter
 from streaming.multimodal.convert.webvid import crawl_webvid
 from streaming.multimodal.convert.webvid.crawl_webvid import crawl, download, head, parse_duration
@@ -123,3 +124,6 @@ def main(args: Namespace) -> dict[str, int]:
 
 if __name__ == "__main__":
     main(parse_args())
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)

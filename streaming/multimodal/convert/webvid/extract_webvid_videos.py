@@ -14,6 +14,7 @@ import os
 from argparse import ArgumentParser, Namespace
 from collections.abc import Sequence
 
+from streaming.base._reimports import reimported as _reimported
 from streaming.format.mds.writer import MDSWriter
 from streaming.progress import make_progress
 from streaming.units import get_list_arg
@@ -87,3 +88,6 @@ def main(args: Namespace) -> int:
 
 if __name__ == "__main__":
     main(parse_args())
+
+# Names the reference's module imported from elsewhere (`streaming.base._reimports`).
+__getattr__ = _reimported(__name__)
