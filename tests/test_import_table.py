@@ -228,6 +228,7 @@ def test_names_the_reference_modules_imported_import_from_there() -> None:
     dataset = importlib.import_module("streaming.base.dataset")
     assert dataset.Stream is streaming.Stream
     assert dataset.logger.name == "streaming.base.dataset"
+    assert dataset._get_path is importlib.import_module("streaming.base.shared.prefix")._get_path
     mds_writer = importlib.import_module("streaming.base.format.mds.writer")
     encodings = importlib.import_module("streaming.base.format.mds.encodings")
     assert mds_writer.mds_encode is encodings.mds_encode

@@ -14,43 +14,47 @@ type variables, and the regular expressions of the webvid crawl scripts.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from streaming.lazy_names import lazy_names
+
 __all__ = ["REIMPORTS", "reimported"]
+
+_LOGGER = "<the module's logger>"  # an entry `logging.getLogger(module)` answers
 
 REIMPORTS: dict[str, dict[str, str]] = {
     "streaming.base.batching.device_per_stream": {
         "World": "streaming.base.world:World",
         "get_partitions": "streaming.base.partition:get_partitions",
         "get_shuffle": "streaming.base.shuffle:get_shuffle",
-        "logger": "logging:streaming.base.batching.device_per_stream",
+        "logger": _LOGGER,
     },
     "streaming.base.batching.per_stream": {
         "World": "streaming.base.world:World",
         "get_partitions": "streaming.base.partition:get_partitions",
         "get_shuffle": "streaming.base.shuffle:get_shuffle",
-        "logger": "logging:streaming.base.batching.per_stream",
+        "logger": _LOGGER,
     },
     "streaming.base.batching.random": {
         "World": "streaming.base.world:World",
         "get_partitions": "streaming.base.partition:get_partitions",
         "get_shuffle": "streaming.base.shuffle:get_shuffle",
-        "logger": "logging:streaming.base.batching.random",
+        "logger": _LOGGER,
     },
     "streaming.base.batching.stratified": {
         "World": "streaming.base.world:World",
         "get_partitions": "streaming.base.partition:get_partitions",
         "get_shuffle": "streaming.base.shuffle:get_shuffle",
-        "logger": "logging:streaming.base.batching.stratified",
+        "logger": _LOGGER,
     },
     "streaming.base.dataloader": {
         "StreamingDataset": "streaming.base.dataset:StreamingDataset",
         "World": "streaming.base.world:World",
     },
     "streaming.base.dataset": {
+        "_get_path": "streaming.base.shared.prefix:_get_path",
         "Array": "streaming.base.array:Array",
         "SharedArray": "streaming.base.shared.array:SharedArray",
         "SharedBarrier": "streaming.base.shared.barrier:SharedBarrier",
@@ -65,7 +69,7 @@ REIMPORTS: dict[str, dict[str, str]] = {
         "get_index_basename": "streaming.base.format.index:get_index_basename",
         "get_sampling": "streaming.base.sampling:get_sampling",
         "get_shm_prefix": "streaming.base.shared.prefix:get_shm_prefix",
-        "logger": "logging:streaming.base.dataset",
+        "logger": _LOGGER,
         "maybe_init_dist": "streaming.base.distributed:maybe_init_dist",
         "number_abbrev_to_int": "streaming.base.util:number_abbrev_to_int",
         "streams_registry": "streaming.base.stream:streams_registry",
@@ -83,7 +87,7 @@ REIMPORTS: dict[str, dict[str, str]] = {
         "get_index_basename": "streaming.base.format.index:get_index_basename",
         "is_compression": "streaming.base.compression:is_compression",
         "is_hash": "streaming.base.hashing:is_hash",
-        "logger": "logging:streaming.base.format.base.writer",
+        "logger": _LOGGER,
     },
     "streaming.base.format.json.reader": {
         "FileInfo": "streaming.base.format.base.reader:FileInfo",
@@ -124,14 +128,14 @@ REIMPORTS: dict[str, dict[str, str]] = {
         "reader_from_json": "streaming.base.format:reader_from_json",
     },
     "streaming.base.partition": {
-        "logger": "logging:streaming.base.partition",
+        "logger": _LOGGER,
     },
     "streaming.base.partition.orig": {
-        "logger": "logging:streaming.base.partition.orig",
+        "logger": _LOGGER,
     },
     "streaming.base.partition.relaxed": {
         "get_partitions_orig": "streaming.base.partition.orig:get_partitions_orig",
-        "logger": "logging:streaming.base.partition.relaxed",
+        "logger": _LOGGER,
     },
     "streaming.base.shared.prefix": {
         "World": "streaming.base.world:World",
@@ -144,7 +148,7 @@ REIMPORTS: dict[str, dict[str, str]] = {
     },
     "streaming.base.storage.download": {
         "get_import_exception_message": "streaming.base.util:get_import_exception_message",
-        "logger": "logging:streaming.base.storage.download",
+        "logger": _LOGGER,
     },
     "streaming.base.storage.upload": {
         "get_import_exception_message": "streaming.base.util:get_import_exception_message",
@@ -166,7 +170,7 @@ REIMPORTS: dict[str, dict[str, str]] = {
         "wait_for_file_to_exist": "streaming.base.util:wait_for_file_to_exist",
     },
     "streaming.base.world": {
-        "dist": "module:streaming.base.distributed",
+        "dist": "streaming.base:distributed",
     },
     "streaming.multimodal.convert.webvid.crawl_webvid_subsets": {
         "Stream": "streaming.base.stream:Stream",
@@ -176,6 +180,7 @@ REIMPORTS: dict[str, dict[str, str]] = {
         "StreamingDataset": "streaming.base.dataset:StreamingDataset",
     },
     "streaming.multimodal.webvid": {
+        "_Iterator": "streaming.base.dataset:_Iterator",
         "CloudDownloader": "streaming.base.storage.download:CloudDownloader",
     },
     "streaming.text.c4": {
@@ -202,24 +207,17 @@ REIMPORTS: dict[str, dict[str, str]] = {
 
 
 def reimported(module: str, then: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
-    """The module `__getattr__` of `module`: its entries of `REIMPORTS`, found on first use;
-    any other name goes to `then` (the module's own `__getattr__`), if given."""
+    """The module `__getattr__` of `module`: its entries of `REIMPORTS`, found on first use
+    (`streaming.lazy_names`); any other name goes to `then` (the module's own `__getattr__`),
+    if given."""
     table = REIMPORTS[module]
 
-    def __getattr__(name: str) -> Any:
-        target = table.get(name)
-        if target is None:
-            if then is not None:
-                return then(name)
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        where, _, qualname = target.partition(":")
-        if where == "logging":
-            return logging.getLogger(qualname)
-        if where == "module":
-            return importlib.import_module(qualname)
-        value: Any = importlib.import_module(where)
-        for part in qualname.split("."):
-            value = getattr(value, part)
-        return value
+    def others(name: str) -> Any:
+        if table.get(name) == _LOGGER:
+            return logging.getLogger(module)
+        if then is not None:
+            return then(name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
-    return __getattr__
+    return lazy_names(module, {name: target for name, target in table.items()
+                               if target != _LOGGER}, fallback=others)
