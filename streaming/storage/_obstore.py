@@ -42,6 +42,7 @@ from streaming.storage.base import (
     error_detail,
 )
 from streaming.storage.client_options import client_settings, parallel_settings, upload_timeout
+from streaming.storage.patience import read_wait
 from streaming.storage.urls import redact
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class ObstoreBackedStore(Store):
     """
 
     _transient = (*Store._transient, "_upload_obj")
+    client_holds_stall = True  # obstore's read_timeout
 
     def _configure(self, options: dict[str, Any], *, allow_http: bool,
                    parallel_threshold: int = 32 << 20) -> None:
@@ -105,6 +107,13 @@ class ObstoreBackedStore(Store):
 
     def _connect(self) -> Any:
         return self._build(self._settings)
+
+    def _connect_patient(self) -> Any:
+        """The client of attempts after a stalled one: its read timeout is patient."""
+        client = self._settings["client_options"]
+        wait = read_wait(client["read_timeout"].total_seconds())
+        return self._build({**self._settings,
+                            "client_options": {**client, "read_timeout": timedelta(seconds=wait)}})
 
     def _upload_settings(self) -> dict[str, Any]:
         """The settings of the upload client: the read timeout is `upload_timeout`."""

@@ -19,13 +19,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, ClassVar, NamedTuple
 
-from streaming.defaults import IO_CHUNK_BYTES, STALL_TIMEOUT
+from streaming.defaults import IO_CHUNK_BYTES
 from streaming.errors import (
     ConnectionDroppedError,
     RemoteUnreachableError,
     StreamingError,
     TransferStalledError,
 )
+from streaming.storage.patience import is_patient
 from streaming.storage.store_errors import (
     CONNECTION_ERRORS,
     AccessDeniedError,
@@ -49,11 +50,6 @@ _BAD_CREDENTIALS = re.compile(r"\b(SignatureDoesNotMatch|InvalidAccessKeyId|Inva
 
 __all__ = ["Store", "MeteredWriter", "ObjectStat", "ProgressFn", "ObjectNotFoundError",
            "AccessDeniedError", "ErrorKind", "UntrustedCertificateError", "error_detail"]
-
-
-def stall_timeout() -> float:
-    """Seconds without data after which a transfer is dead (`STREAMING_STALL_TIMEOUT`)."""
-    return float(os.environ.get("STREAMING_STALL_TIMEOUT") or STALL_TIMEOUT)
 
 
 class ObjectStat(NamedTuple):
@@ -150,12 +146,16 @@ class Store(ABC):
     # opening its URL again there: a user's `DOWNLOADER_MAPPINGS` entry made under `if __name__
     # == '__main__':` is not in a spawned worker's table (the reference pickles its downloader).
     travels_with_streams: ClassVar[bool] = False
+    # Whether the client is built with the stall timeout (then attempts after a stalled one use
+    # a patient twin, `_connect_patient`); other stores pass `patience.read_wait` per call.
+    client_holds_stall: ClassVar[bool] = False
     # Attributes dropped when pickling; rebuilt lazily in the receiving process.
-    _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_client_lock")
+    _transient: ClassVar[tuple[str, ...]] = ("_client_obj", "_patient_obj", "_client_lock")
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/") if "://" in url else url
         self._client_obj: tuple[int, Any] | None = None  # (pid, client): see `_client`
+        self._patient_obj: tuple[int, Any] | None = None
         self._client_lock = threading.Lock()
 
     # ---- the interface -----------------------------------------------------------------------
@@ -338,9 +338,12 @@ class Store(ABC):
             raise
 
     def _client(self) -> Any:
-        """The backend's client, built on first use in this process (after fork or unpickling).
+        """The backend's client, built on first use in this process (after fork or unpickling);
+        in an attempt after a stalled one, its patient twin (`_connect_patient`).
 
         Setting `_client_obj` to None makes the next call build a new one."""
+        if self.client_holds_stall and is_patient():
+            return self._per_process("_patient_obj", self._connect_patient)
         return self._per_process("_client_obj", self._connect)
 
     def _per_process(self, name: str, build: Callable[[], Any]) -> Any:
@@ -358,6 +361,11 @@ class Store(ABC):
 
     def _connect(self) -> Any:
         """Build the backend's client (stores without one never call `_client`)."""
+        raise NotImplementedError
+
+    def _connect_patient(self) -> Any:
+        """Build the client of patient attempts (`streaming.storage.patience`), for a backend
+        whose client holds the stall timeout (`client_holds_stall`)."""
         raise NotImplementedError
 
     def __getstate__(self) -> dict[str, Any]:

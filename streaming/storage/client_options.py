@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from streaming.defaults import IO_CHUNK_BYTES
-from streaming.storage.base import stall_timeout
+from streaming.storage.patience import stall_timeout
 
 __all__ = ["UPLOAD_TIMEOUT", "ClientOptions", "client_settings", "parallel_settings",
            "upload_timeout"]

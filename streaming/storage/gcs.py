@@ -25,10 +25,10 @@ from streaming.storage.base import (
     ObjectStat,
     ProgressFn,
     Store,
-    stall_timeout,
 )
 from streaming.storage.client_options import upload_timeout
 from streaming.storage.messages import GCS_ERROR_NO_AUTHENTICATION
+from streaming.storage.patience import read_wait, stall_timeout
 from streaming.storage.urls import split_url
 
 __all__ = ["GCSStore", "GCSOptions", "GCS_ERROR_NO_AUTHENTICATION"]
@@ -69,12 +69,20 @@ class GCSStore(Store):
         stall = stall_timeout()
         # requests' (connect, read) timeouts; its read timeout is the longest wait for the
         # next bytes, which is what the stall timeout means.
-        self.timeout: float | tuple[float, float] = (
+        self._timeout: float | tuple[float, float] = (
             float(given) if given is not None else (stall, stall))
         self.upload_timeout: float | tuple[float, float] = (
             float(given) if given is not None else (stall, upload_timeout()))
         if options:
             raise TypeError(f"Unknown GCS store option(s): {sorted(options)}")
+
+    @property
+    def timeout(self) -> float | tuple[float, float]:
+        """requests' timeouts for a call now: the read one is patient after a stall
+        (`streaming.storage.patience`)."""
+        if isinstance(self._timeout, tuple):
+            return (self._timeout[0], read_wait(self._timeout[1]))
+        return self._timeout
 
     def _connect(self) -> storage.Bucket:
         if self.emulator:

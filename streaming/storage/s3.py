@@ -232,7 +232,7 @@ class S3Store(ObstoreBackedStore):
                         str(err).split("\n", 1)[0])
             self._config = {**self._config, "skip_signature": True}
             self._may_go_unsigned = False
-            self._client_obj = None
+            self._client_obj = self._patient_obj = None
             return call(*args, **kwargs)
 
 

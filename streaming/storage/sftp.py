@@ -20,7 +20,8 @@ from typing import Any, Literal, TypedDict
 import paramiko
 
 from streaming.atomic import temp_name_for
-from streaming.storage.base import MeteredWriter, ObjectStat, ProgressFn, Store, stall_timeout
+from streaming.storage.base import MeteredWriter, ObjectStat, ProgressFn, Store
+from streaming.storage.patience import read_wait, stall_timeout
 from streaming.storage.urls import parse_sftp_url
 
 _logger = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ class SFTPStore(Store):
         transport = client.get_transport()
         if transport is None:
             raise ConnectionError(f"SFTP connection to {self.url} is closed")
-        wait = min(self.timeout, self.stall)
+        wait = min(self.timeout, read_wait(self.stall))
         channel = transport.open_session(timeout=wait)
         channel.settimeout(wait)
         channel.invoke_subsystem("sftp")

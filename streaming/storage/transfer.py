@@ -10,6 +10,7 @@ URL. They return facts (bytes, seconds, attempts); callers decide what those mea
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import logging
 import os
@@ -21,11 +22,18 @@ from typing import Any, TypeVar
 
 from streaming.atomic import discard, replacing
 from streaming.defaults import DEFAULT_TIMEOUT
-from streaming.errors import HashMismatchError, RemoteUnreachableError, StreamingError, first_line
+from streaming.errors import (
+    HashMismatchError,
+    RemoteUnreachableError,
+    StreamingError,
+    TransferStalledError,
+    first_line,
+)
 from streaming.hashing import hash_file
 from streaming.retries import backoff_pause, call_with_retries as retrying
 from streaming.storage._forksafe import abandon
 from streaming.storage.base import ProgressFn, Store
+from streaming.storage.patience import patiently
 from streaming.storage.user_code_errors import as_theirs_too
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
@@ -133,18 +141,30 @@ def call_with_retries(func: Callable[[], T], *, retries: int, backoff: float = 1
                          f"(1 tries once, without retrying), got {retries!r}.")
     later = backoff_pause(backoff, max_jitter)
     reconnected = retries < 2  # the free reconnect, once per call (never with one attempt)
+    stalled = False  # then later attempts wait longer for each byte (`storage.patience`)
+
+    def once() -> T:
+        nonlocal stalled
+        try:
+            if not stalled:
+                return func()
+            with patiently():
+                return func()
+        except TransferStalledError:
+            stalled = True
+            raise
 
     def attempt() -> T:
         nonlocal reconnected
         try:
-            return func()
+            return once()
         except Exception as err:
             if reconnected or not _dropped(err):
                 raise
             reconnected = True
             logger.warning("%s: connection dropped, retrying at once on a new one (not "
                            "counted as an attempt): %s", what, first_line(err))
-            return func()
+            return once()
 
     def pause(attempt: int, err: Exception) -> float:
         if _connection_trouble(err) and not _dropped(err):  # stalled
@@ -176,10 +196,11 @@ def _within(timeout: float | None, call: Callable[[], T], what: str,
         return call()
     box: dict[str, Any] = {}
     gave_up = threading.Event()
+    context = contextvars.copy_context()  # the attempt's patience (`storage.patience`)
 
     def run() -> None:
         try:
-            box["value"] = call()
+            box["value"] = context.run(call)
         except BaseException as err:  # noqa: BLE001 (handed to the waiting thread)
             box["error"] = err
         if gave_up.is_set():

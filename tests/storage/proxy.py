@@ -26,6 +26,7 @@ class Fault:
     """What to do to one connection's server-to-client bytes (`throttle_up`: the other way)."""
 
     kind: str = "pass"  # pass | refuse | drop | reset | latency | throttle | throttle_up | stall
+    # | wait (a live but slow server: holds the response `delay` seconds before its first byte)
     #                     | link
     after_bytes: int = 0  # drop/reset/stall: bytes forwarded before the fault
     delay: float = 0.0  # latency: seconds per chunk; stall: seconds to hold; link: per request
@@ -137,7 +138,7 @@ class FaultProxy:
                         dst.shutdown(socket.SHUT_RD)
                         dst.close()
                     break
-                if fault.kind == "latency":
+                if fault.kind == "latency" or (fault.kind == "wait" and down and not sent):
                     time.sleep(fault.delay)
                 if fault.kind == "throttle":
                     ahead = (sent + len(data)) / fault.rate - (time.monotonic() - started)

@@ -147,6 +147,21 @@ def test_stalled_response_fails_by_read_timeout(faulty: tuple[Store, FaultProxy]
     assert (tmp_path / "obj.bin").read_bytes() == DATA
 
 
+def test_a_slow_but_live_server_gets_a_patient_second_attempt(faulty: tuple[Store, FaultProxy],
+                                                             tmp_path: Any) -> None:
+    """A server that takes longer than the stall timeout (1.5 s here) to begin answering is
+    alive: the attempt after the stalled one waits for it (`storage.patience`), as the
+    reference's clients waited up to 60 s. Every attempt failed before."""
+    store, proxy = faulty
+    proxy.reset(default=Fault("wait", delay=2.5))
+    result = fetch(store, "obj.bin", str(tmp_path / "obj.bin"), retries=2, timeout=30,
+                   backoff=0.01)
+    assert result.attempts == 2 and (tmp_path / "obj.bin").read_bytes() == DATA
+    assert read(store, "obj.bin", retries=2, timeout=30, backoff=0.01) == DATA
+    with pytest.raises(TransferTimeoutError, match="stall timeout"):  # one attempt: no patience
+        fetch(store, "obj.bin", str(tmp_path / "again.bin"), retries=1, timeout=30)
+
+
 @pytest.mark.parametrize("size", [0, 700_000, 2_500_000, 6_000_000])
 def test_parallel_parts_pull_no_extra_bytes(moto_server: Server, tmp_path: Any,
                                             size: int) -> None:
