@@ -22,11 +22,11 @@ import os
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from streaming.cache.origins import read_origin, record_origin
+from streaming.cache.origins import read_origin, read_seen, record_origin
 from streaming.errors import (
     IndexFormatError,
     RemoteUnavailableWarning,
@@ -55,7 +55,7 @@ from streaming.format.shard_table import (
     save_table,
 )
 from streaming.storage.local import local_path_of
-from streaming.storage.transfer import read
+from streaming.storage.transfer import read, read_stamped
 
 __all__ = ["IndexCache", "LoadedIndex"]
 
@@ -78,6 +78,7 @@ class LoadedIndex:
     from_remote: bool  # read from the remote (and so to be cached), not the cached copy
     table: ShardTable | None = None  # the `ShardTable` of exactly this text, if any
     table_on_disk: bool = False  # the table is the cache's file (else the remote's, in memory)
+    remote_time: float | None = None  # its modification time at the remote, if it says
 
     @cached_property
     def key(self) -> str:
@@ -131,8 +132,8 @@ class IndexCache:
             return self._cached()
 
         try:
-            text = read(self.store, get_index_basename(), retries=self.retries,
-                        timeout=self.timeout)
+            text, stamp = read_stamped(self.store, get_index_basename(), retries=self.retries,
+                                       timeout=self.timeout)
         except Exception as err:  # gone, unreachable, refused: train from the cache if we can
             if not os.path.isfile(self.path):
                 raise
@@ -145,7 +146,8 @@ class IndexCache:
                 f"using the cached copy {self.path}. Shards already in the cache are used as they "
                 f"are; any other shard is fetched from the remote when needed."), stacklevel=5)
             return self._cached()
-        loaded = LoadedIndex(text, self.store.url_for(get_index_basename()), True)
+        loaded = LoadedIndex(text, self.store.url_for(get_index_basename()), True,
+                             remote_time=stamp)
         table = load_table(self.table_path, loaded.key)
         if table is None and len(text) >= _TABLE_MIN_TEXT:
             return self._with_table(loaded, self._fetch_table(loaded.key), on_disk=False)
@@ -193,7 +195,7 @@ class IndexCache:
         if table is None:
             _ = loaded.entries
             return loaded
-        return LoadedIndex(loaded.text, loaded.where, loaded.from_remote, table, on_disk)
+        return replace(loaded, table=table, table_on_disk=on_disk)
 
     def save_table(self, table: ShardTable) -> None:
         """Cache the binary table of an index (best effort: a read-only dataset directory just
@@ -216,14 +218,15 @@ class IndexCache:
         os.makedirs(self.local_dir, exist_ok=True)
         origin = self._origin()
         where = _place(loaded.where)
+        seen = read_seen(self.local_dir) if origin == where else None
         if os.path.exists(self.path):
             with open(self.path, "rb") as f:
                 old = f.read()
             # The same text from the remote that filled the cache vouches for every file; from
             # another remote it says nothing of the files kept on their size alone.
             if old == loaded.text and origin in (None, where):
-                self._record_origin(origin, where)
-                self._judge_if_rewritten(loaded)
+                self._judge_if_rewritten(loaded, seen)
+                self._record_origin(origin, where, seen, loaded.remote_time)
                 return
             try:
                 refresh = drop_changed_files(self.local_dir, parse_index(old, self.path),
@@ -234,32 +237,32 @@ class IndexCache:
                 if origin is not None and origin != where:
                     self._drop_from_elsewhere(refresh.unverified, origin)
                 else:
-                    self._judge_unverified(refresh.unverified)
+                    self._judge_unverified(refresh.unverified, since=seen)
         write_atomic(self.path, [loaded.text])
-        self._record_origin(origin, where)
+        self._record_origin(origin, where, seen, loaded.remote_time)
 
-    def _judge_if_rewritten(self, loaded: LoadedIndex) -> None:
-        """The remote's index reads as the cached copy does, but was written again since that
-        copy was made: a dataset rewritten in place with the same layout (fixed-length tokens
-        from another tokenizer) has an index identical to the byte. Its cached files with no
-        digest are then judged as after a changed index, and the copy is touched, so the next
-        start costs the one request for the index's time again, not a listing.
+    def _judge_if_rewritten(self, loaded: LoadedIndex, seen: float | None) -> None:
+        """The remote's index reads as the cached copy does, but was written again at the
+        remote since this cache last read it (`seen`, its time then): a dataset rewritten in
+        place with the same layout (fixed-length tokens from another tokenizer) has an index
+        identical to the byte. Its cached files with no digest are then judged as after a
+        changed index, against `seen`.
 
-        A server clock ahead of ours can only cost a listing, never a stale read."""
-        assert self.store is not None
-        try:
-            remote_time = self.store.modified(get_index_basename())
-            cached_time = os.stat(self.path).st_mtime
-        except Exception as err:  # a store that cannot say: nothing to go by, as before
-            log.debug("No modification time for the index of %s (%s: %s)", self.remote,
-                      type(err).__name__, err)
-            return
-        if remote_time is None or remote_time <= cached_time:
+        Both times are the server's, so a clock of ours that differs costs nothing. Without a
+        time seen (a cache its writer filled, a copied one, the first start since records were
+        kept) there is nothing to go by, and the files are kept as before."""
+        if loaded.remote_time is None or seen is None or loaded.remote_time <= seen:
             return
         entries = loaded.entries
-        self._judge_unverified(drop_changed_files(self.local_dir, entries, entries).unverified,
-                               "was written again")
-        os.utime(self.path)
+        try:
+            self._judge_unverified(drop_changed_files(self.local_dir, entries, entries).unverified,
+                                   "was written again", since=seen)
+        except OSError as err:  # a cache this user may not change (another's, read-only)
+            warnings.warn(UnverifiedCacheWarning(
+                f"The index of {self.remote} was written again since {self.local_dir} read it, "
+                f"but its cached files could not be checked ({type(err).__name__}: {err}); "
+                f"they are used as they are, stale if the dataset was rewritten in place."),
+                stacklevel=2)
 
     def _origin(self) -> str | None:
         """The remote index this cache was filled from (`streaming.cache.origins`), in the
@@ -267,9 +270,10 @@ class IndexCache:
         origin = read_origin(self.local_dir)
         return None if origin is None else _place(origin)
 
-    def _record_origin(self, recorded: str | None, where: str) -> None:
-        if recorded != where:
-            record_origin(self.local_dir, where)
+    def _record_origin(self, recorded: str | None, where: str, seen: float | None,
+                       remote_time: float | None) -> None:
+        if recorded != where or seen != remote_time:
+            record_origin(self.local_dir, where, remote_time)
 
     def _drop_from_elsewhere(self, kept: list[KeptShard], origin: str) -> None:
         """The cache was filled from another remote: a file kept only on its size says nothing
@@ -280,15 +284,17 @@ class IndexCache:
                         "digest to tell them apart, to be fetched from %s.", self.local_dir,
                         os.path.dirname(origin), self.remote, len(removed), self.remote)
 
-    def _judge_unverified(self, kept: list[KeptShard], what: str = "changed") -> None:
+    def _judge_unverified(self, kept: list[KeptShard], what: str = "changed",
+                          since: float | None = None) -> None:
         """Drop the kept shards the remote rewrote since they were cached, by its listing's
-        modification times; warn about those it cannot judge (no times, no listing). `what`
-        says what happened to the index ("changed", or "was written again" unchanged)."""
+        modification times (after `since`, the index's remote time when this cache last read
+        it, when known); warn about those it cannot judge (no times, no listing). `what` says
+        what happened to the index ("changed", or "was written again" unchanged)."""
         if not kept:
             return
         times = self._remote_times(kept, what)
         if times is not None:
-            refresh = drop_rewritten(self.local_dir, kept, times)
+            refresh = drop_rewritten(self.local_dir, kept, times, since)
             if refresh.removed:
                 log.info("The index of %s %s and %d cached file(s) were rewritten at the "
                          "remote since: deleted, to be fetched again.", self.remote, what,

@@ -2,8 +2,10 @@
 
 A cache directory reused for another remote must be told apart from a remote whose dataset
 changed (`IndexCache.commit`), so the URL of the index that filled it is kept in a file of the
-per-user state dir (never in the cache directory itself, which holds only what the
-reference's would), keyed by the directory's real path. The record also names that path, so
+per-user state dir (never in the cache directory itself, which holds only what the reference's
+would), keyed by the directory's real path, with that index's modification time at the remote
+when it was last read: how an index written again identically is noticed, by the server's
+clock alone. The record also names that path, so
 records of directories that are gone (every test's temporary cache, say) are pruned, at most
 once an hour and on a thread of their own (never delaying a start), instead of piling up in
 the temp dir.
@@ -21,7 +23,7 @@ from streaming.coord.records import ensure_state_dir
 from streaming.errors import CoordinationError
 from streaming.format.fileio import write_atomic
 
-__all__ = ["prune_origins", "read_origin", "record_origin"]
+__all__ = ["prune_origins", "read_origin", "read_seen", "record_origin"]
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +55,30 @@ def read_origin(local_dir: str) -> str | None:
         return None
 
 
-def record_origin(local_dir: str, where: str) -> None:
-    """Record that `local_dir` now holds the files of the index at `where` (best effort: a
-    state dir that cannot be written leaves the cache unrecorded)."""
+def read_seen(local_dir: str) -> float | None:
+    """The remote index's modification time (by the server's clock) when `local_dir` last read
+    it, or None if unknown (never read since this machine kept records, or no time given)."""
+    path = _record_path(local_dir)
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+        return float(lines[2]) if len(lines) > 2 and lines[2] else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def record_origin(local_dir: str, where: str, seen: float | None = None) -> None:
+    """Record that `local_dir` now holds the files of the index at `where`, whose time at the
+    remote was `seen` (best effort: a state dir that cannot be written leaves the cache
+    unrecorded)."""
     path = _record_path(local_dir)
     if path is None:
         return
+    stamp = "" if seen is None else repr(seen)
     try:
-        write_atomic(path, [os.fsencode(f"{where}\n{os.path.realpath(local_dir)}\n")])
+        write_atomic(path, [os.fsencode(f"{where}\n{os.path.realpath(local_dir)}\n{stamp}\n")])
         if _prune_due(os.path.dirname(path), time.time()):
             threading.Thread(target=_prune_quietly, args=(os.path.dirname(path),),
                              name="streaming-origins-prune", daemon=True).start()

@@ -274,13 +274,16 @@ def drop_kept(local_dir: str, kept: Iterable[KeptShard]) -> list[str]:
 
 
 def drop_rewritten(local_dir: str, kept: Iterable[KeptShard],
-                   remote_times: Mapping[str, float]) -> CacheRefresh:
-    """Delete the cached files of each kept shard whose remote file was modified after the
-    oldest of them was written here: the dataset was rewritten in place since it was cached.
+                   remote_times: Mapping[str, float], since: float | None = None
+                   ) -> CacheRefresh:
+    """Delete the cached files of each kept shard whose remote file was modified after `since`
+    (a time by the server's clock after which nothing cached was rewritten), or, without it,
+    after the oldest of them was written here: the dataset was rewritten in place since.
 
     `remote_times` is the remote's listing (`Store.list_modified`). A shard none of whose files
-    it lists cannot be judged and is returned as still `unverified`. A server clock ahead of ours
-    can only make a file look newer, which costs a download, never a stale read.
+    it lists cannot be judged and is returned as still `unverified`. Against our own clock, a
+    server clock ahead of ours can only make a file look newer, which costs a download, never a
+    stale read.
     """
     removed: list[str] = []
     unknown: list[KeptShard] = []
@@ -291,7 +294,7 @@ def drop_rewritten(local_dir: str, kept: Iterable[KeptShard],
             continue
         paths = [os.path.join(local_dir, name) for name in shard.cached]
         try:
-            written = min(os.stat(path).st_mtime for path in paths)
+            written = min(os.stat(path).st_mtime for path in paths) if since is None else since
         except FileNotFoundError:  # dropped meanwhile: fetched again anyway
             continue
         if max(remote) > written:

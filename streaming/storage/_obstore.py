@@ -187,9 +187,13 @@ class ObstoreBackedStore(Store):
 
     def modified(self, path: str) -> float | None:
         with self._errors(path):
-            stamp = obstore.head(self._client(), path).get("last_modified")
-        # obstore reads a missing Last-Modified (a web server that cannot say) as the epoch.
-        return stamp.timestamp() if stamp is not None and stamp.timestamp() > 0 else None
+            return _seconds(obstore.head(self._client(), path).get("last_modified"))
+
+    @forksafe
+    def get_stamped(self, path: str) -> tuple[bytes, float | None]:
+        with self._errors(path):  # one GET: the time comes with the body
+            result = obstore.get(self._client(), path)
+            return bytes(result.bytes()), _seconds(result.meta.get("last_modified"))
 
     @forksafe
     def iter_chunks(self, path: str) -> Iterator[bytes]:
@@ -329,6 +333,12 @@ class ObstoreBackedStore(Store):
             return {meta["path"]: ObjectStat(int(meta["size"]), meta["last_modified"].timestamp())
                     for batch in obstore.list(self._client(), prefix=directory)
                     for meta in batch if meta["path"].startswith(prefix)}
+
+
+def _seconds(stamp: Any) -> float | None:
+    """A `last_modified` of obstore's in seconds since the epoch; obstore reads a missing
+    Last-Modified (a web server that cannot say) as the epoch itself, which means unknown."""
+    return stamp.timestamp() if stamp is not None and stamp.timestamp() > 0 else None
 
 
 def _write_first_part(result: Any, out: MeteredWriter, part: int, url: str) -> None:

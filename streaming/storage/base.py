@@ -13,19 +13,18 @@ import logging
 import os
 import re
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-from streaming.defaults import IO_CHUNK_BYTES
 from streaming.errors import (
     ConnectionDroppedError,
     RemoteUnreachableError,
     StreamingError,
     TransferStalledError,
 )
+from streaming.storage.metered import MeteredWriter, ProgressFn
 from streaming.storage.patience import is_patient
 from streaming.storage.store_errors import (
     CONNECTION_ERRORS,
@@ -57,70 +56,6 @@ class ObjectStat(NamedTuple):
 
     size: int  # bytes
     modified: float  # last modification, seconds since the epoch by the server's clock
-
-
-ProgressFn = Callable[[int], None]
-"""Called with the number of bytes just moved (an increment, not a running total)."""
-
-
-class MeteredWriter:
-    """A write-only file wrapper that reports progress and enforces a deadline.
-
-    SDKs that download "into a file object" call `write` once per received chunk, so this is
-    where a per-attempt timeout can interrupt a transfer that is slow but not stalled.
-    """
-
-    def __init__(self, file: IO[bytes], progress: ProgressFn | None = None,
-                 deadline: float | None = None) -> None:
-        self._file = file
-        self._progress = progress
-        self._deadline = deadline
-        self._lock = threading.Lock()
-        self.bytes_written = 0
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        self._check_deadline()
-        count = self._file.write(data)
-        count = len(data) if count is None else count
-        self.bytes_written += count
-        if self._progress is not None:
-            self._progress(count)
-        return count
-
-    def write_at(self, data: bytes | memoryview, offset: int) -> int:
-        """Write at an absolute offset without moving the file position.
-
-        Safe to call from several threads at once; `progress` is then called from those threads.
-        """
-        self._check_deadline()
-        view, count = memoryview(data), 0
-        while count < len(view):
-            count += os.pwrite(self._file.fileno(), view[count:], offset + count)
-        with self._lock:
-            self.bytes_written += count
-        if self._progress is not None:
-            self._progress(count)
-        return count
-
-    def truncate(self, size: int) -> None:
-        """Set the file's length up front, so parts can land at any offset."""
-        self._file.truncate(size)
-
-    def _check_deadline(self) -> None:
-        if self._deadline is not None and time.monotonic() > self._deadline:
-            raise TimeoutError("transfer exceeded its time limit")
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._file.seek(offset, whence)
-
-    def writable(self) -> bool:
-        return True
 
 
 class Store(ABC):
@@ -179,6 +114,17 @@ class Store(ABC):
         How a cache notices a dataset rewritten in place under an unchanged index
         (`streaming.cache.index_cache`)."""
         return None
+
+    def get_stamped(self, path: str) -> tuple[bytes, float | None]:
+        """The whole object and its `modified` time, in one request where the backend can (the
+        time is asked first here: a write in between can only make it look older)."""
+        try:
+            stamp = self.modified(path)
+        except Exception as err:  # noqa: BLE001 (a refused HEAD: the body is what counts)
+            _logger.debug("No modification time for %s (%s: %s)", self.url_for(path),
+                          type(err).__name__, err)
+            stamp = None
+        return self.get(path), stamp
 
     def get_tail(self, path: str, length: int) -> tuple[bytes, int]:
         """The object's last `length` bytes (all of it if shorter) and its size.
@@ -382,12 +328,3 @@ class Store(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
-
-
-def copy_chunks(read: Callable[[int], bytes], out: MeteredWriter) -> int:
-    """Pump a `read(n)` callable into `out` until it returns nothing; returns bytes copied."""
-    total = 0
-    while chunk := read(IO_CHUNK_BYTES):
-        out.write(chunk)
-        total += len(chunk)
-    return total

@@ -15,7 +15,8 @@ from typing import Any
 from databricks.sdk import WorkspaceClient
 from databricks.sdk.errors import NotFound, PermissionDenied, Unauthenticated
 
-from streaming.storage.base import ErrorKind, MeteredWriter, ProgressFn, Store, copy_chunks
+from streaming.storage.base import ErrorKind, Store
+from streaming.storage.metered import MeteredWriter, ProgressFn, copy_chunks
 from streaming.storage.urls import parse_dbfs_url
 
 __all__ = ["DBFSStore"]

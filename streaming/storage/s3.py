@@ -192,6 +192,10 @@ class S3Store(ObstoreBackedStore):
         return self._unsigned_fallback(super().modified, path)
 
     @forksafe
+    def get_stamped(self, path: str) -> tuple[bytes, float | None]:
+        return self._unsigned_fallback(super().get_stamped, path)
+
+    @forksafe
     def download(self, path: str, local_path: str, **kwargs: Any) -> int:
         return self._unsigned_fallback(super().download, path, local_path, **kwargs)
 

@@ -38,7 +38,8 @@ from streaming.storage.user_code_errors import as_theirs_too
 
 __all__ = ["TransferResult", "TransferError", "TransferTimeoutError", "IncompleteTransferError",
            "OversizedObjectError",
-           "fetch", "read", "read_range", "read_tail", "push", "is_retryable", "call_with_retries"]
+           "fetch", "read", "read_stamped", "read_range", "read_tail", "push", "is_retryable",
+           "call_with_retries"]
 
 logger = logging.getLogger(__name__)
 
@@ -333,6 +334,15 @@ def _read_retried(call: Callable[[], T], what: str, retries: int, timeout: float
     data, _ = call_with_retries(lambda: _within(timeout, call, what), retries=retries,
                                 backoff=backoff, what=what)
     return data
+
+
+def read_stamped(store: Store, path: str, *, retries: int = 2,
+                 timeout: float | None = DEFAULT_TIMEOUT, backoff: float = 1.0
+                 ) -> tuple[bytes, float | None]:
+    """`read`, with the object's modification time by the server's clock (None when the store
+    cannot say): `Store.get_stamped`, the same request where the backend can."""
+    return _read_retried(lambda: store.get_stamped(path), f"Reading {store.url_for(path)}",
+                         retries, timeout, backoff)
 
 
 def read_range(store: Store, path: str, start: int, end: int, *, retries: int = 2,

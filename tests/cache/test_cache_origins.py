@@ -44,3 +44,22 @@ def test_a_record_reads_back_and_goes_with_its_directory(tmp_path: Any, monkeypa
     later = time.time() + origins.OLD_RECORD_AGE + origins.PRUNE_EVERY + 1
     assert origins.prune_origins(state, now=later) == 1  # the old record, too old to judge
     assert _records(state) == [os.path.basename(origins._record_path(str(kept)))]  # type: ignore[arg-type]
+
+
+def test_a_record_keeps_the_index_time_it_was_read_at(tmp_path: Any) -> None:
+    """The remote index's time when the cache last read it (None when unknown, and in the
+    two-line records written before it was kept)."""
+    local = tmp_path / "cache"
+    local.mkdir()
+    assert origins.read_seen(str(local)) is None
+    origins.record_origin(str(local), "s3://a/index.json", 1_700_000_000.25)
+    assert origins.read_seen(str(local)) == 1_700_000_000.25
+    assert origins.read_origin(str(local)) == "s3://a/index.json"
+    origins.record_origin(str(local), "s3://a/index.json")
+    assert origins.read_seen(str(local)) is None
+    record = origins._record_path(str(local))
+    assert record is not None
+    with open(record, "w") as f:
+        f.write(f"s3://a/index.json\n{os.path.realpath(local)}\n")
+    assert origins.read_seen(str(local)) is None
+    assert origins.read_origin(str(local)) == "s3://a/index.json"

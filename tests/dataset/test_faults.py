@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from streaming import StreamingDataLoader, StreamingDataset
+from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
 from streaming.errors import ShardSizeMismatchError, UnverifiedCacheWarning
 from tests.dataset.conftest import write_ints
 from tests.dataset.procs import alive, all_children_of, children
@@ -77,6 +77,83 @@ def test_a_rewrite_under_an_identical_index_is_caught_by_the_index_time(
         with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
             assert [s["v"] for s in ds] == list(range(100, 130))
     assert {name: os.stat(os.path.join(local, name)).st_ino for name in inodes} == inodes
+
+
+_MARK = 1_000_000_000  # a past mtime set on cached shards: a file fetched again loses it
+
+
+def _mark_shards(local: str) -> set[str]:
+    """Give each cached shard the mark (inode numbers are no test: a file deleted and fetched
+    again often gets its old one back) and return their names."""
+    names = {name for name in os.listdir(local) if name.endswith(".mds")}
+    for name in names:
+        os.utime(os.path.join(local, name), (_MARK, _MARK))
+    return names
+
+
+def _marked(local: str) -> set[str]:
+    return {name for name in os.listdir(local)
+            if name.endswith(".mds") and os.stat(os.path.join(local, name)).st_mtime == _MARK}
+
+
+def test_a_writers_own_output_is_not_fetched_again(tmp_path, cache_dir) -> None:
+    """`MDSWriter(out=(local, remote))` leaves the shards in `local` and uploads them after;
+    streaming the remote through that `local` keeps them, though the remote's index is the
+    newer file (each was deleted and fetched again, judged rewritten by our clock)."""
+    local, remote = str(tmp_path / "written"), str(tmp_path / "uploaded")
+    with MDSWriter(out=(local, remote), columns={"v": "int"}, size_limit=226,
+                   keep_local=True) as writer:
+        for value in range(30):
+            writer.write({"v": value})
+    later = time.time() + 5
+    for name in os.listdir(remote):  # the upload's times after the local files' own
+        os.utime(os.path.join(remote, name), (later, later))
+    kept = _mark_shards(local)
+    for _ in range(2):
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(30))
+    assert kept and _marked(local) == kept
+
+
+def test_a_remote_clock_ahead_of_ours_costs_no_download(make_ints, cache_dir) -> None:
+    """Remote files stamped ahead of our clock (a server's clock two minutes fast): a warm
+    start under the same index keeps every cached file; only the server's own times are
+    compared (each start fetched every shard again while the skew lasted)."""
+    remote = make_ints(range(30))
+    local = cache_dir()
+    ahead = time.time() + 120
+    for name in os.listdir(remote):
+        os.utime(os.path.join(remote, name), (ahead, ahead))
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    kept = _mark_shards(local)
+    for _ in range(2):
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(30))
+    assert kept and _marked(local) == kept
+
+
+def test_a_cache_that_cannot_be_changed_is_used_with_a_warning(make_ints, cache_dir,
+                                                                monkeypatch) -> None:
+    """Another user's (read-only) cache under an index written again identically: its files
+    cannot be dropped, so they are used as they are, with a warning, not a PermissionError at
+    construction."""
+    from streaming.cache import index_cache
+
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    later = time.time() + 5
+    os.utime(os.path.join(remote, "index.json"), (later, later))
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", os.path.join(local, "shard.00000.mds"))
+
+    monkeypatch.setattr(index_cache, "drop_rewritten", refused)
+    with pytest.warns(UnverifiedCacheWarning, match="could not be checked.*PermissionError"):
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(30))
 
 
 def test_a_dataset_that_grew_keeps_its_cached_shards(make_ints, cache_dir, tmp_path) -> None:
@@ -346,7 +423,7 @@ def test_a_killed_trainers_lingering_workers_do_not_block_its_restart(ints30, ca
     local = cache_dir()
     script = textwrap.dedent(f"""
         import sys, time
-        from streaming import StreamingDataLoader, StreamingDataset
+        from streaming import MDSWriter, StreamingDataLoader, StreamingDataset
         ds = StreamingDataset(remote={ints30!r}, local={local!r}, batch_size=4)
         it = iter(StreamingDataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True))
         next(it)

@@ -166,6 +166,18 @@ class StoreTests:
         with pytest.raises(FileNotFoundError):
             store.modified("nope.bin")
 
+    def test_get_stamped_gives_the_body_and_its_time(self, store: Store,
+                                                     seeded: dict[str, bytes]) -> None:
+        """How the cache reads an index with its time (one request where the backend can)."""
+        data, when = store.get_stamped("dir/b.bin")
+        assert data == seeded["dir/b.bin"]
+        alone = store.modified("dir/b.bin")
+        assert (when is None) == (alone is None)
+        if when is not None and alone is not None:
+            assert abs(when - alone) < 1.0
+        with pytest.raises(FileNotFoundError):
+            store.get_stamped("nope.bin")
+
     def test_upload_round_trip(self, store: Store, tmp_path: Any) -> None:
         if not store.supports_writes:
             pytest.skip(f"{type(store).__name__} is read-only")
