@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from streaming.coord.liveness import parent_of
 from streaming.coord.orphans import exit_with_parent, loader_done_event
 from streaming.errors import DatasetClosedError, ReusedLocalError
 from streaming.format.read_buffers import pickle_views_as_bytes
@@ -79,6 +78,21 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
             "directory, or build it outside the loop.", True, name)
     if not all(iterations.endable() for iterations in left):
         return False
+    # Held by DataLoader workers of this process that are not our loaders' (a torch loader's
+    # persistent ones, which only it can stop): refused, before anything of it is ended. Held
+    # by peer ranks rebuilding theirs in step (Lightning DDP reloading its dataloaders): ours
+    # goes, and the new one waits for theirs.
+    ours = _worker_pids(loaders)
+    workers = [pid for pid in dataset._ss_namespace.copies_of(os.getpid()) if pid not in ours]
+    if workers:
+        raise ReusedLocalError(
+            f"Reused local directory: {dataset._ss_namespace.locals}. This process's earlier "
+            f"StreamingDataset over it (same arguments) is still held by DataLoader workers "
+            f"of this process (pids {workers}): persistent workers of a torch DataLoader (or "
+            "of one accelerate or a Trainer prepared) keep their dataset until that loader is "
+            "gone. Drop every reference to the old loader (`del loader`) before building the "
+            "new dataset, or use StreamingDataLoader, whose workers are stopped for you.",
+            True, name)
     ended = any(iterations.iterations for iterations in left)
     # An iteration ended here may yet be resumed (Lightning's training fetcher around a
     # validation loop that built the twin): it then raises this instead of ending silently.
@@ -95,20 +109,6 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
         dataset._ss_ended_why_text = None
     for loader in loaders:  # persistent workers between epochs: stopped
         loader._stop_workers()
-    # Still held by DataLoader workers of this process (a torch loader's persistent ones, which
-    # only it can stop): refused as before. Held by peer ranks rebuilding theirs in step
-    # (Lightning DDP reloading its dataloaders): ours goes, and the new one waits for theirs.
-    me = os.getpid()
-    workers = [pid for pid in dataset._ss_namespace.holders() if parent_of(pid) == me]
-    if workers:
-        raise ReusedLocalError(
-            f"Reused local directory: {dataset._ss_namespace.locals}. This process's earlier "
-            f"StreamingDataset over it (same arguments) is still held by DataLoader workers "
-            f"of this process (pids {workers}): persistent workers of a torch DataLoader (or "
-            "of one accelerate or a Trainer prepared) keep their dataset until that loader is "
-            "gone. Drop every reference to the old loader (`del loader`) before building the "
-            "new dataset, or use StreamingDataLoader, whose workers are stopped for you.",
-            True, name)
     log.warning("Closed this process's earlier StreamingDataset over %s (%s) for the new one "
                 "over the same directories; close datasets you are done with (close(), or a "
                 "with block). To use both, give each its own `local`: the earlier one cannot "
@@ -117,6 +117,17 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
                 else "nothing was using it")
     dataset._close(_GAVE_WAY)
     return True
+
+
+def _worker_pids(loaders: Sequence[Any]) -> set[int]:
+    """The pids of the workers of these `StreamingDataLoader`s (stopped here when their
+    dataset gives way)."""
+    pids: set[int] = set()
+    for loader in loaders:
+        current = getattr(loader, "_current", None)
+        for iterator in (getattr(loader, "_iterator", None), current() if current else None):
+            pids.update(w.pid for w in getattr(iterator, "_workers", None) or () if w.pid)
+    return pids
 
 
 def as_loader_worker(views_as_bytes: bool) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["Identity", "identity", "is_alive", "mapped_shm_paths", "parent_of"]
+__all__ = ["Identity", "identity", "is_alive", "mapped_shm_paths"]
 
 Identity = tuple[int, int]  # (pid, start ticks since boot; 0 when unknown)
 
@@ -30,16 +30,6 @@ def _read_stat(pid: int) -> tuple[str, int] | None:
     try:
         return fields[0].decode("ascii"), int(fields[19])
     except (IndexError, ValueError):
-        return None
-
-
-def parent_of(pid: int) -> int | None:
-    """The parent pid of a running process (field 4 of /proc/<pid>/stat), or None if unknown."""
-    try:
-        with open(f"{_PROC}/{pid}/stat", "rb") as f:
-            data = f.read()
-        return int(data[data.rfind(b")") + 2 :].split()[1])
-    except (OSError, IndexError, ValueError):
         return None
 
 

@@ -76,6 +76,7 @@ class Namespace:
         self.remotes = list(remotes)
         self.timeout = timeout
         self._pid: int | None = None
+        self._owner: int | None = None  # a pickled copy's: the pid of the process it came from
         self._closed = False
         # Why the process that opened it closed it: copies (forked or pickled into workers)
         # carry it, so they refuse to start an epoch with that reason, not a missing namespace.
@@ -102,6 +103,7 @@ class Namespace:
                 raise CoordinationError(f"Namespace {self.name} is closed in this process")
             return
         ident = identity()
+        owner = self._pid if self._pid is not None else self._owner  # whose copy this is
         with registry_lock(self.state_dir, self.timeout):
             record = self._record()
             alive = live_holders(record)
@@ -111,6 +113,10 @@ class Namespace:
                     f"closed or its process died. " + _REBUILD
                 )
             record.holders = [*alive, holder_entry(ident)]  # workers of past epochs drop out
+            pids = {str(h[0]) for h in alive}
+            record.owners = {pid: by for pid, by in record.owners.items() if pid in pids}
+            if owner is not None:
+                record.owners[str(ident[0])] = owner
             write_record(self.state_dir, record)
         self._adopt(ident)
 
@@ -128,6 +134,15 @@ class Namespace:
         with registry_lock(self.state_dir, self.timeout):
             record = read_record(self.state_dir, self.name)
             return [h[0] for h in live_holders(record)] if record else []
+
+    def copies_of(self, pid: int) -> list[int]:
+        """Pids of the live holders that attached a copy of process `pid`'s handle (its
+        DataLoader workers, however they were started)."""
+        with registry_lock(self.state_dir, self.timeout):
+            record = read_record(self.state_dir, self.name)
+            if record is None:
+                return []
+            return [h[0] for h in live_holders(record) if record.owners.get(str(h[0])) == pid]
 
     def close(self, why: str | None = None) -> None:
         """Release this process's hold now (idempotent); the last holder removes everything.
@@ -267,6 +282,7 @@ class Namespace:
             "remotes": self.remotes,
             "timeout": self.timeout,
             "closed_why": self.closed_why,
+            "owner": self._pid if self._pid is not None else self._owner,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -278,6 +294,7 @@ class Namespace:
             timeout=state["timeout"],
         )
         self.closed_why = state.get("closed_why")
+        self._owner = state.get("owner")
 
     def __enter__(self) -> Namespace:
         return self

@@ -53,6 +53,10 @@ class Record:
     holders: list[list[int]] = field(default_factory=list)  # [pid, start] per attached handle
     blocks: list[str] = field(default_factory=list)
     job: str = ""  # the job key (`names.job_key`) of the ranks that may attach; "" if unknown
+    # str(pid) of each holder that attached a copy of another process's dataset (a DataLoader
+    # worker) -> that process's pid: what a process tells its own workers by, not parentage
+    # (a forkserver's workers are not its children; a peer rank may be)
+    owners: dict[str, int] = field(default_factory=dict)
 
 
 def ensure_state_dir(tmp: str | None = None) -> str:

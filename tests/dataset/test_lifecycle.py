@@ -680,21 +680,40 @@ def test_a_dataset_that_gave_way_says_why_it_is_closed(
         next(iter(evaluation))
 
 
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
 def test_a_torch_loaders_persistent_workers_holding_the_twin_are_named(
-        ints30: str, cache_dir: Callable[[], str]) -> None:
+        ints30: str, cache_dir: Callable[[], str], context: str) -> None:
     """`ds, dl = build()` each epoch with a torch DataLoader's persistent workers: they hold
     the earlier dataset and only that loader can stop them. The error says so (it blamed a
-    live dataset of this process and StreamingDataLoader); without that loader, the rebuild
-    goes on."""
+    live dataset of this process and StreamingDataLoader), whoever started the workers (a
+    forkserver's are not this process's children: the earlier dataset was closed, and the
+    error blamed it all the same); without that loader, the rebuild goes on."""
     local = cache_dir()
     first = StreamingDataset(remote=ints30, local=local, batch_size=2)
-    loader = DataLoader(first, batch_size=2, num_workers=1, persistent_workers=True)
+    loader = DataLoader(first, batch_size=2, num_workers=1, persistent_workers=True,
+                        multiprocessing_context=context)
     assert sum(len(b["v"]) for b in loader) == 30
     with pytest.raises(ReusedLocalError, match=r"still held by DataLoader workers of this "
                        r"process .*`del loader`"):
         StreamingDataset(remote=ints30, local=local, batch_size=2)
+    assert not first._ss_namespace.closed
     del loader
     gc.collect()
     second = StreamingDataset(remote=ints30, local=local, batch_size=2)
     assert sorted(s["v"] for s in second) == list(range(30))
     second.close()
+
+
+def test_a_twin_refused_for_a_torch_loaders_workers_ends_nothing(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """Refused because a torch loader's persistent workers hold the dataset, the twin leaves
+    the dataset's other iterations alone: the loop over its StreamingDataLoader goes on (it
+    was ended first, and raised that another dataset had been built)."""
+    first = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2)
+    loader = DataLoader(first, batch_size=2, num_workers=1, persistent_workers=True)
+    assert sum(len(b["v"]) for b in loader) == 30
+    training = iter(StreamingDataLoader(first, batch_size=2))
+    taken = next(training)["v"].tolist()
+    with pytest.raises(ReusedLocalError, match=r"still held by DataLoader workers"):
+        StreamingDataset(remote=ints30, local=first._ss_namespace.locals[0], batch_size=2)
+    assert sorted(taken + [v for b in training for v in b["v"].tolist()]) == list(range(30))

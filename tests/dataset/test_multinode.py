@@ -222,3 +222,20 @@ def test_ranks_of_a_node_rebuild_their_dataset_each_epoch(remote, tmp_path) -> N
     for epoch in range(3):
         ids = reports[0]["epochs"][epoch] + reports[1]["epochs"][epoch]
         assert sorted(ids) == list(range(NUM)), epoch
+
+
+def test_a_peer_rank_started_by_rank_0_rebuilds_in_step(remote, tmp_path) -> None:
+    """Lightning's default DDP launcher starts rank 1 as a child process of rank 0: that peer's
+    hold on the old dataset is not one of rank 0's DataLoader workers (parentage said it was,
+    and rank 0 refused its rebuild while rank 1 waited for it)."""
+    job = dict(remote=remote, cache=str(tmp_path / "cache"), epochs=3, peer_from_rank_0=True)
+    env = dict(os.environ, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="2",
+               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, REBUILD_WORKER, json.dumps(job),
+                           str(tmp_path / "r0.json")], env=env, capture_output=True, timeout=240)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    reports = [json.load(open(tmp_path / f"r{rank}.json")) for rank in (0, 1)]
+    for epoch in range(3):
+        ids = reports[0]["epochs"][epoch] + reports[1]["epochs"][epoch]
+        assert sorted(ids) == list(range(NUM)), epoch
