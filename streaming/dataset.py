@@ -178,7 +178,8 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
             self._ss_catalog.shards.set_bytes_as_views(True)
         check_limit(self._ss_config.cache_limit, self.streams, self._ss_catalog)
         self._ss_table = derive_table(self._ss_catalog, self.streams, self._ss_config)
-        check_same_everywhere(order_signature(self._ss_config, self._ss_table, replication))
+        check_same_everywhere(order_signature(self._ss_config, self._ss_table, replication),
+                              [f"{s.remote or s.local}#{s.split}" for s in self.streams])
         node = open_node_state(self.streams, self._ss_catalog, self.cache_limit, self._ss_config)
         self._ss_namespace, self._ss_cache = node.namespace, node.cache
         self._plan_board = node.plan_board

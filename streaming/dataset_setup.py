@@ -105,13 +105,25 @@ def derive_table(catalog: Catalog, streams: Sequence[Stream], config: DatasetCon
 
 def order_signature(config: DatasetConfig, table: StreamTable,
                     replication: int | None) -> dict[str, Any]:
-    """What decides a dataset's sample order, as JSON values: the order arguments, the
-    replication, each stream's derived weights and a digest of every shard's sample count.
-    Ranks of a job must agree on it (`streaming.coord.job_agreement`)."""
+    """What decides a dataset's sample order, as JSON values: the order arguments that matter
+    to it, the replication, each stream's derived weights and a digest of every shard's sample
+    count. Ranks of a job must agree on it (`streaming.coord.job_agreement`)."""
     layout = table.layout
     counts = hashlib.sha1(np.ascontiguousarray(layout.samples_per_shard, np.int64).tobytes()
                           + np.ascontiguousarray(layout.shards_per_stream, np.int64).tobytes())
-    return {**dataclasses.asdict(config.order), "replication": replication,
+    order = dataclasses.asdict(config.order)
+    # What cannot change the order is left out: sampling options where every stream is taken
+    # whole (a whole number of times), a seed where nothing is drawn at random.
+    chosen = [w[2] for w in table.weights]
+    sampled = any(c is not None and int(c) % max(int(n), 1)
+                  for c, n in zip(chosen, layout.samples_per_stream, strict=True))
+    if not sampled:
+        del order["sampling_method"], order["sampling_granularity"]
+    if not order["shuffle"]:
+        del order["shuffle_block_size"]
+        if not sampled and order["batching_method"] == "random":
+            del order["shuffle_seed"]
+    return {**order, "replication": replication or 1,
             "stream weights (proportion, repeat, choose)": [
                 [None if v is None else float(v) for v in w] for w in table.weights],
             "digest of the shards' sample counts": counts.hexdigest()[:16]}

@@ -9,13 +9,20 @@ there the other arguments were silently ignored instead.
 When a process group is initialised (the reference's constructor holds a `dist.barrier()`
 there, so every rank builds its datasets then), each rank publishes what decides the order under
 one key of the job's key-value store, with `compare_set`: the first rank to arrive sets it, and
-each later one compares against it, without waiting for anyone. The key names the place in the
-user's code the dataset was built from (the chain of calls outside this package) and how many
-datasets this process built there, so datasets built in a loop, or for train and eval through
-one helper, are each compared with their own counterpart on the other ranks.
+each later one compares against it, without waiting for anyone. The key names what the dataset
+reads (its streams' remotes and splits), the place in the user's code it was built from (the
+chain of calls outside this package) and how many such datasets this process built there: train
+and eval built through one helper, in whatever order each node lists them, are each compared
+with their own counterpart; datasets each rank builds over its own data are never compared.
+
+What is compared leaves out what cannot change the order: the seed and block size of a dataset
+that is not shuffled and samples nothing at random, the sampling options of one that samples
+nothing. A rank that differs raises `DifferentArgumentsError`, and says so in the store: a
+rank that went on and waits for it at the node's barrier fails with that message instead of
+waiting for a peer that is gone.
 
 Nothing is checked without a process group, with one rank, or where the store offers no
-`compare_set`.
+`compare_set`; `STREAMING_CHECK_RANKS=0` turns the check off.
 """
 
 from __future__ import annotations
@@ -26,17 +33,19 @@ import logging
 import os
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from streaming.errors import StreamingError
 
-__all__ = ["DifferentArgumentsError", "check_same_everywhere"]
+__all__ = ["DifferentArgumentsError", "check_same_everywhere", "refused_elsewhere"]
 
 log = logging.getLogger(__name__)
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SITE_FRAMES = 8  # calls outside the package that name a construction site
-_built: Counter[str] = Counter()  # datasets this process built, per site
+_built: Counter[str] = Counter()  # datasets this process built, per site and data
+_published: list[tuple[Any, str]] = []  # (store, key) of the signatures this process agreed to
 
 
 class DifferentArgumentsError(StreamingError, ValueError):
@@ -44,29 +53,60 @@ class DifferentArgumentsError(StreamingError, ValueError):
     shards): their epochs would repeat some samples and skip others."""
 
 
-def check_same_everywhere(signature: dict[str, Any]) -> None:
-    """Compare `signature` (JSON-able: what decides the sample order) with the one the first
-    rank to build this dataset published.
+def check_same_everywhere(signature: dict[str, Any], reads: Sequence[str]) -> None:
+    """Compare `signature` (what decides the sample order) with the one the first rank to build
+    this dataset published. `reads` names what the dataset reads (each stream's remote and
+    split): only datasets over the same data are compared.
 
     Raises:
         DifferentArgumentsError: naming each argument that differs and both values.
     """
+    if os.environ.get("STREAMING_CHECK_RANKS", "1") == "0":
+        return
     group = _process_group()
     if group is None:
         return
     store, rank = group
-    site = _construction_site()
+    site = hashlib.sha1("|".join([_construction_site(), *reads]).encode()).hexdigest()[:16]
     _built[site] += 1
     key = f"shardstream/order/{site}/{_built[site]}"
-    mine = json.dumps({"rank": rank, "order": signature}, sort_keys=True)
     try:
+        signature = json.loads(json.dumps(signature, default=_plain))
+        mine = json.dumps({"rank": rank, "order": signature}, sort_keys=True)
         first = json.loads(store.compare_set(key, "", mine))
     except Exception as err:  # noqa: BLE001 (a store without compare_set: nothing to go by)
         log.debug("Could not compare dataset arguments across ranks (%s: %s)",
                   type(err).__name__, err)
         return
-    if first["order"] != signature:
-        raise DifferentArgumentsError(_message(rank, signature, first["rank"], first["order"]))
+    if first["order"] == signature:
+        _published.append((store, key))
+        return
+    message = _message(rank, signature, first["rank"], first["order"])
+    try:  # the rank that went on learns it at its next wait for this one
+        store.set(f"{key}/refused", message)
+    except Exception as err:  # noqa: BLE001 (best effort: this rank's error is the news)
+        log.debug("Could not publish the refusal (%s: %s)", type(err).__name__, err)
+    raise DifferentArgumentsError(message)
+
+
+def refused_elsewhere() -> str | None:
+    """Why another rank refused a dataset this process built (it will never arrive at the
+    node's barriers), if one did; else None. Non-blocking."""
+    for store, key in _published:
+        try:
+            if store.check([f"{key}/refused"]):
+                return str(store.get(f"{key}/refused").decode())
+        except Exception:  # noqa: BLE001, S112 (the group is gone: nothing to learn there)
+            continue
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (`np.int64` seeds, `np.bool_` flags)."""
+    item = getattr(value, "item", None)
+    if callable(item):
+        return item()
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
 def _process_group() -> tuple[Any, int] | None:
@@ -87,9 +127,9 @@ def _process_group() -> tuple[Any, int] | None:
 
 
 def _construction_site() -> str:
-    """A digest of the chain of calls (file, line) outside this package that built the
-    dataset: a dataset only some ranks build (a look at one sample on rank 0) is built from
-    another chain, and so is never compared with the others'."""
+    """The chain of calls (file, line) outside this package that built the dataset: a dataset
+    only some ranks build (a look at one sample on rank 0) is built from another chain, and so
+    is never compared with the others'."""
     frame = sys._getframe(1)
     chain: list[str] = []
     while frame is not None and len(chain) < _SITE_FRAMES:
@@ -97,16 +137,17 @@ def _construction_site() -> str:
         if not path.startswith(_PACKAGE + os.sep):
             chain.append(f"{path}:{frame.f_lineno}")
         frame = frame.f_back  # type: ignore[assignment]
-    return hashlib.sha1("|".join(chain).encode()).hexdigest()[:16]
+    return "|".join(chain)
 
 
 def _message(rank: int, mine: dict[str, Any], other: int, theirs: dict[str, Any]) -> str:
     names = sorted(set(mine) | set(theirs))
-    differ = [f"{name}={mine.get(name)!r} here but {theirs.get(name)!r} on rank {other}"
-              for name in names if mine.get(name) != theirs.get(name)]
-    return (f"Rank {rank} built this StreamingDataset with other arguments than rank {other} "
-            f"did: {'; '.join(differ)}. Every rank must pass the same order arguments "
-            "(shuffle, shuffle_seed, batch_size, num_canonical_nodes, epoch_size, stream "
-            "weights...) over the same shards, or each node plans its own epoch and samples are "
-            "repeated and skipped across them. Pass values that do not depend on the rank (a "
-            "seed drawn once and shared, say).")
+    differ = [f"{name}={mine.get(name)!r} on rank {rank} but {theirs.get(name)!r} on rank "
+              f"{other}" for name in names if mine.get(name) != theirs.get(name)]
+    return (f"Ranks {rank} and {other} built this StreamingDataset with different arguments: "
+            f"{'; '.join(differ)}. Every rank must pass the same order arguments (shuffle, "
+            "shuffle_seed, batch_size, num_canonical_nodes, epoch_size, stream weights...) over "
+            "the same shards, or each node plans its own epoch and samples are repeated and "
+            "skipped across them. Pass values that do not depend on the rank (a seed drawn once "
+            "and shared, say). If this job means each rank to read its own dataset, "
+            "STREAMING_CHECK_RANKS=0 turns this check off.")

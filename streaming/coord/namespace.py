@@ -26,6 +26,7 @@ from streaming.coord.array import SharedArray, as_shape
 from streaming.coord.barrier import BARRIER_SLOTS, Barrier
 from streaming.coord.board import PlanBoard
 from streaming.coord.claims import ShardClaims
+from streaming.coord.job_agreement import refused_elsewhere
 from streaming.coord.liveness import Identity, identity
 from streaming.coord.lock import DEFAULT_LOCK_TIMEOUT, FileLock
 from streaming.coord.names import block_name, lock_path
@@ -258,7 +259,7 @@ class Namespace:
     def barrier(self, obj: str = "barrier", timeout: float = NODE_WAIT_TIMEOUT) -> Barrier:
         """A reusable barrier `obj` (see `Barrier.wait`)."""
         return Barrier(self.array(obj, np.int64, BARRIER_SLOTS), self.lock(obj), timeout,
-                       stranded=functools.partial(node_wait_message, self.state_dir, self.name))
+                       stranded=functools.partial(_stranded_why, self.state_dir, self.name))
 
     def claims(
         self, num_shards: int, obj: str = "shard", *, initial: ShardState = ShardState.REMOTE
@@ -330,3 +331,9 @@ class _Edit:
         if name in self.record.blocks:
             self.record.blocks.remove(name)
             self.changed = True
+
+
+def _stranded_why(state_dir: str, name: str) -> str | None:
+    """Why a wait at one of the namespace's barriers cannot fill: a peer process that will never
+    arrive (`node_wait_message`), or a rank that refused a dataset this one built."""
+    return node_wait_message(state_dir, name) or refused_elsewhere()

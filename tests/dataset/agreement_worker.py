@@ -1,9 +1,13 @@
 """One rank of a job checking that every rank built the same dataset, launched by
 test_job_agreement.py.
 
-argv: job JSON (remote, cache, seeds per rank, `peek`: rank 0 first builds another dataset of
-its own, with another seed, from another line), output path. Writes the sample ids this rank
-saw, or the error its constructor raised.
+argv: job JSON, output path. The job gives each rank its datasets (`plans[rank]`, built one
+after another from one line, so a rank may build them in its own order: each a dict of `name`,
+`remote`, `seed`, and optionally `shuffle` (default True), `numpy` (the seed as a numpy
+integer) and `replication`), and `peek`: rank 0 first builds another dataset of its own, with
+another seed, from another line. Ranks of one node share a cache directory. Writes the sample
+ids this rank saw per dataset, the error a constructor raised (`error`), or the error an
+iteration raised (`iter_error`).
 """
 
 from __future__ import annotations
@@ -12,33 +16,45 @@ import json
 import os
 import sys
 
+import numpy as np
 import torch.distributed as dist
 
 from streaming import StreamingDataset
 from streaming.coord.job_agreement import DifferentArgumentsError
+from streaming.errors import CoordinationError
 
 
 def main() -> None:
     job, out = json.loads(sys.argv[1]), sys.argv[2]
     rank = int(os.environ["RANK"])
+    node = rank // int(os.environ["LOCAL_WORLD_SIZE"])
     dist.init_process_group("gloo")
-    cache = os.path.join(job["cache"], str(rank))
+    cache = os.path.join(job["cache"], f"node{node}")
 
-    def build(seed: int, local: str) -> StreamingDataset:
-        return StreamingDataset(remote=job["remote"], local=local, batch_size=4, shuffle=True,
-                                shuffle_seed=seed, num_canonical_nodes=2)
+    def build(spec: dict, local: str) -> StreamingDataset:
+        seed = np.int64(spec["seed"]) if spec.get("numpy") else spec["seed"]
+        return StreamingDataset(remote=spec["remote"], local=local, batch_size=4,
+                                shuffle=spec.get("shuffle", True), shuffle_seed=seed,
+                                num_canonical_nodes=2, replication=spec.get("replication"))
 
     if job.get("peek") and rank == 0:
-        build(12345, cache + "-peek").close()
+        build({"remote": job["plans"][0][0]["remote"], "seed": 12345}, cache + "-peek").close()
+    report: dict = {}
+    datasets = {}
     try:
-        dataset = build(job["seeds"][rank], cache)
+        for spec in job["plans"][rank]:
+            datasets[spec["name"]] = build(spec, os.path.join(cache, spec["name"]))
     except DifferentArgumentsError as err:
-        report: dict = {"error": str(err)}
+        report["error"] = str(err)
     else:
-        report = {"ids": [sample["v"] for sample in dataset]}
+        try:
+            report["ids"] = {name: [s["v"] for s in ds] for name, ds in datasets.items()}
+        except CoordinationError as err:
+            report["iter_error"] = str(err)
     with open(out, "w") as f:
         json.dump(report, f)
-    dist.destroy_process_group()
+    if "error" not in report:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
