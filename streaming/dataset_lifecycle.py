@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -96,12 +97,12 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     ended = any(iterations.iterations for iterations in left)
     # An iteration ended here may yet be resumed (Lightning's training fetcher around a
     # validation loop that built the twin): it then raises this instead of ending silently.
-    dataset._ss_ended_why_text = (
-        f"This iteration of a StreamingDataset over {dataset._ss_namespace.locals} was ended "
-        "part-way when another StreamingDataset with the same arguments was built over the "
-        "same directories, and then resumed: its epoch cannot go on. Two live datasets cannot "
-        "share a cache: to use both at once (train and eval over one split, say), give each "
-        "its own `local`; to replace one, stop iterating it first.")
+    why = (f"This iteration of a StreamingDataset over {dataset._ss_namespace.locals} was ended "
+           "part-way when another StreamingDataset with the same arguments was built over the "
+           "same directories, and then resumed: its epoch cannot go on. Two live datasets "
+           "cannot share a cache: to use both at once (train and eval over one split, say), "
+           "give each its own `local`; to replace one, stop iterating it first.")
+    dataset._ss_ended_why_text = (threading.get_ident(), why)
     try:
         for iterations in left:
             iterations.end(keep_unstarted=True)
@@ -161,11 +162,15 @@ class Lifecycle:
     streams: list[Stream]
     shards: ShardReaders
 
-    # Set by `close_idle_own` while it ends this dataset's suspended iterations: why.
-    _ss_ended_why_text: str | None = None
+    # Set by `close_idle_own` while it ends this dataset's suspended iterations: its thread
+    # (the one their `close()` runs in) and why.
+    _ss_ended_why_text: tuple[int, str] | None = None
 
     def _ss_ended_why(self) -> str | None:
-        return self._ss_ended_why_text
+        """Why an iteration of this dataset closed now is ended, if `close_idle_own` ends it
+        (another thread closing its own iteration meanwhile just ends it)."""
+        ending = self._ss_ended_why_text
+        return ending[1] if ending is not None and ending[0] == threading.get_ident() else None
 
     def _register_own(self) -> None:
         """Be found by `close_idle_own` (by a new dataset over the same directories)."""

@@ -12,7 +12,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from inspect import CO_GENERATOR
+from inspect import CO_GENERATOR, GEN_CREATED, getgeneratorstate
 from types import CodeType, FrameType
 from typing import Any, NamedTuple, TypeVar
 
@@ -167,7 +167,7 @@ class SuspendedIterations:
         for it, by in self.iterations:
             if same_thread_only and by.thread != here:
                 continue
-            if keep_unstarted and not getattr(it, "gi_suspended", True):
+            if keep_unstarted and _unstarted(it):
                 continue
             try:
                 getattr(it, "close", lambda: None)()
@@ -176,3 +176,8 @@ class SuspendedIterations:
             except RuntimeError as err:  # one that stays to say why at its next `next`
                 if "ignored GeneratorExit" not in str(err):
                     raise
+
+
+def _unstarted(it: Any) -> bool:
+    """Whether `it` is a generator not begun yet (`gi_suspended` is Python 3.11's only)."""
+    return getattr(it, "gi_frame", None) is not None and getgeneratorstate(it) == GEN_CREATED

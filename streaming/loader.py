@@ -247,13 +247,20 @@ class StreamingDataLoader(DataLoader):
             yield from self._timed(pending, counters, per_item, self._closes)
         except GeneratorExit:
             why = dataset._ss_ended_why() if dataset is not None else None
-            if why is not None:  # its dataset gave way: released now, says so if resumed
+            if why is not None and not self._took_all(dataset):  # its dataset gave way:
+                # released now, says so if resumed (an epoch all taken just ends)
                 left = self._left()
                 yield from outlive_close(why)
             raise
         finally:
             if not left:
                 self._left()
+
+    def _took_all(self, dataset: Any) -> bool:
+        """Whether this iteration handed out every sample of its rank's epoch (all its batches
+        taken, the closing StopIteration not yet asked for: a step-counted loop)."""
+        last = self.batch_size if self.drop_last and self.batch_size else 1
+        return len(dataset) - self.num_samples_yielded < last
 
     def _left(self) -> bool:
         """An iteration ended, or its loop left it (`break`, `next(iter(loader))`)."""

@@ -251,6 +251,73 @@ def test_an_iteration_resumed_after_its_dataset_gave_way_raises_instead_of_endin
     second.close()
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_loaders_epoch_all_taken_just_ends_after_its_dataset_gave_way(
+        ints30: str, cache_dir: Callable[[], str], workers: int) -> None:
+    """A step-counted loop (`zip(range(len(loader)), it)`) took every batch but not the
+    closing StopIteration; a twin built then leaves nothing cut short: the iterator ends, as
+    before iterations that gave way were made to say so."""
+    local = cache_dir()
+    first = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    loader = StreamingDataLoader(first, batch_size=2, num_workers=workers)
+    kept = iter(loader)
+    assert sum(len(b["v"]) for _, b in zip(range(len(loader)), kept)) == 30
+    second = StreamingDataset(remote=ints30, local=local, batch_size=2)
+    with pytest.raises(StopIteration):
+        next(kept)
+    del kept, loader
+    gc.collect()
+    second.close()
+
+
+def test_another_thread_closing_its_own_iteration_meanwhile_just_ends_it(
+        ints30: str, cache_dir: Callable[[], str]) -> None:
+    """While a twin's construction ends this dataset's iterations (the reason they give is set
+    for the thread doing it), another thread closing its own iteration of the dataset just
+    ends it: it took the reason, and `close()` raised 'generator ignored GeneratorExit'."""
+    first = StreamingDataset(remote=ints30, local=cache_dir(), batch_size=2)
+    errors: list[BaseException] = []
+    begun, window = threading.Event(), threading.Event()
+
+    def other() -> None:
+        it = iter(first)
+        next(it)
+        begun.set()
+        window.wait(timeout=60)
+        try:
+            it.close()
+        except BaseException as err:  # noqa: BLE001 (what the test is about)
+            errors.append(err)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert begun.wait(timeout=60)
+    first._ss_ended_why_text = (threading.get_ident(), "ended for a twin")  # the window
+    try:
+        window.set()
+        thread.join(timeout=60)
+    finally:
+        first._ss_ended_why_text = None
+    assert not thread.is_alive() and errors == []
+    first.close()
+
+
+def test_a_generator_not_begun_is_told_apart_without_gi_suspended() -> None:
+    """(`gi_suspended` is Python 3.11's: on 3.10 every iteration counted as begun, and one
+    made but never stepped was closed and ended without a word.)"""
+    from streaming.latest_iteration import _unstarted
+
+    def gen() -> Iterator[int]:
+        yield 1
+        yield 2
+
+    made, stepped = gen(), gen()
+    next(stepped)
+    assert _unstarted(made) and not _unstarted(stepped) and not _unstarted(iter([1]))
+    made.close()
+    assert not _unstarted(made)
+
+
 def test_a_loop_cut_by_a_twin_built_in_its_body_raises_when_the_check_is_defeated(
         ints30: str, cache_dir: Callable[[], str]) -> None:
     """A loop over a generator wrapping the loader, in a frame that also keeps a stray iterator
