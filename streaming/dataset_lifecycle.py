@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from streaming.coord.orphans import exit_with_parent, loader_done_event
 from streaming.errors import DatasetClosedError, ReusedLocalError
 from streaming.format.read_buffers import pickle_views_as_bytes
+from streaming.latest_iteration import refresh_read_frames
 
 if TYPE_CHECKING:
     from streaming.coord.namespace import Namespace
@@ -64,6 +65,7 @@ def close_idle_own(name: str, config: DatasetConfig, streams: Sequence[Stream]) 
     Raises:
         ReusedLocalError: saying so, when a running loop consumes the earlier one.
     """
+    refresh_read_frames()  # a loader the caller deleted since a check read its locals: gone
     dataset = _own.get(name)
     if dataset is None or dataset._ss_namespace.closed \
             or dataset._ss_config != config or _arguments(dataset.streams) != _arguments(streams):

@@ -11,17 +11,22 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
-from inspect import CO_GENERATOR, GEN_CREATED, getgeneratorstate
+from inspect import CO_GENERATOR, CO_OPTIMIZED, GEN_CREATED, getgeneratorstate
 from types import CodeType, FrameType
 from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["Consumer", "LatestIteration", "Resumed", "SuspendedIterations", "consumer_here"]
+__all__ = ["Consumer", "LatestIteration", "Resumed", "SuspendedIterations", "consumer_here",
+           "refresh_read_frames"]
 
 Begin = TypeVar("Begin")
 
 # Frames of these packages pass an iteration on; the first frame outside them consumes it.
 _PASS_THROUGH = ("streaming.", "torch.")
+# Function frames whose locals `Consumer.loops_over` read (by id and code): see
+# `refresh_read_frames`.
+_READ: deque[tuple[int, CodeType]] = deque(maxlen=16)
 
 
 class Consumer(NamedTuple):
@@ -43,11 +48,28 @@ class Consumer(NamedTuple):
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             if id(frame) == self.frame_id and frame.f_code is self.code:
+                if frame.f_code.co_flags & CO_OPTIMIZED:
+                    _READ.append((id(frame), frame.f_code))
                 return not any(value is iteration or type(value) in self.types
                                or getattr(value, "gi_code", None) in self.codes
                                for value in frame.f_locals.values())
             frame = frame.f_back
         return False
+
+
+def refresh_read_frames() -> None:
+    """Read again the locals of the function frames on this stack whose locals
+    `Consumer.loops_over` read. Before Python 3.13, reading a running function's `f_locals`
+    leaves a copy of its locals on the frame until they are read again: a torch `DataLoader`
+    the user deleted since (`del loader`) stayed alive in it, with its persistent workers
+    holding the earlier dataset, and the next rebuild was refused for them."""
+    if sys.version_info >= (3, 13) or not _READ:
+        return
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if (id(frame), frame.f_code) in _READ:
+            _ = frame.f_locals  # synced: a local deleted since leaves the copy
+        frame = frame.f_back
 
 
 def consumer_here() -> Consumer | None:

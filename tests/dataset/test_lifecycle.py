@@ -784,3 +784,10 @@ def test_a_twin_refused_for_a_torch_loaders_workers_ends_nothing(
     with pytest.raises(ReusedLocalError, match=r"still held by DataLoader workers"):
         StreamingDataset(remote=ints30, local=first._ss_namespace.locals[0], batch_size=2)
     assert sorted(taken + [v for b in training for v in b["v"].tolist()]) == list(range(30))
+    # The refusal read this frame's locals (is the loop over `training` running?); before
+    # Python 3.13 that leaves a copy of them on the frame, which kept the deleted loader and
+    # its workers alive, and the rebuild below was refused for them.
+    del loader, training
+    second = StreamingDataset(remote=ints30, local=first._ss_namespace.locals[0], batch_size=2)
+    assert sorted(s["v"] for s in second) == list(range(30))
+    second.close()
