@@ -243,20 +243,30 @@ class IndexCache:
 
     def _judge_if_rewritten(self, loaded: LoadedIndex, seen: float | None) -> None:
         """The remote's index reads as the cached copy does, but was written again at the
-        remote since this cache last read it (`seen`, its time then): a dataset rewritten in
-        place with the same layout (fixed-length tokens from another tokenizer) has an index
-        identical to the byte. Its cached files with no digest are then judged as after a
-        changed index, against `seen`.
+        remote since this cache read it: a dataset rewritten in place with the same layout
+        (fixed-length tokens from another tokenizer) has an index identical to the byte. Its
+        cached files with no digest are then judged as after a changed index.
 
-        Both times are the server's, so a clock of ours that differs costs nothing. Without a
-        time seen (a cache its writer filled, a copied one, the first start since records were
-        kept) there is nothing to go by, and the files are kept as before."""
-        if loaded.remote_time is None or seen is None or loaded.remote_time <= seen:
+        "Since" is `seen`, the remote index's time when this machine last read it, so the
+        server's clock is compared with itself. Without it (the record lost with the temp dir,
+        a cache another user or machine filled, one read before records were kept) it is the
+        cached copy's own time, and each file's: a server clock ahead of ours then costs a
+        download, never a stale read. A writer's `MDSWriter(out=(local, remote))` gives its
+        local index the remote's time (`storage.sink`), so its directory reads as current."""
+        remote_time = loaded.remote_time
+        if remote_time is None:
             return
-        entries = loaded.entries
         try:
+            if seen is None:
+                if remote_time <= os.stat(self.path).st_mtime:
+                    return
+            elif remote_time <= seen:
+                return
+            entries = loaded.entries
             self._judge_unverified(drop_changed_files(self.local_dir, entries, entries).unverified,
                                    "was written again", since=seen)
+            if seen is None:
+                os.utime(self.path)  # judged: the next start without a record costs no listing
         except OSError as err:  # a cache this user may not change (another's, read-only)
             warnings.warn(UnverifiedCacheWarning(
                 f"The index of {self.remote} was written again since {self.local_dir} read it, "

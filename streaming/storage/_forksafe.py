@@ -10,6 +10,7 @@ per concurrent caller. Downloads write the file in the helper; only small values
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pickle
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
 from streaming.errors import first_line
+from streaming.storage.patience import is_patient, patiently
 
 __all__ = ["abandon", "forksafe", "runtime_inherited"]
 
@@ -80,7 +82,8 @@ def forksafe(method: F) -> F:
 
 
 class _Helper:
-    """One helper interpreter answering pickled ``(store, method, args, kwargs)`` requests."""
+    """One helper interpreter answering pickled ``(store, method, args, kwargs, patient)``
+    requests (`patient`: the caller's attempt follows a stalled one, `storage.patience`)."""
 
     def __init__(self) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -104,7 +107,7 @@ def _call(store: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     me = threading.get_ident()
     _busy[me] = helper  # one key per thread: only this thread writes it
     try:
-        ok, value = helper.call((store, name, args, kwargs))
+        ok, value = helper.call((store, name, args, kwargs, is_patient()))
     except (EOFError, OSError, pickle.PickleError) as err:
         helper.proc.kill()
         helper.proc.wait()
@@ -159,11 +162,12 @@ def serve(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -
                          name="streaming-helper-watchdog").start()
     while True:
         try:
-            store, name, args, kwargs = pickle.load(requests)
+            store, name, args, kwargs, patient = pickle.load(requests)
         except (EOFError, pickle.UnpicklingError, OSError):  # closed, or cut by its death
             return
         try:
-            reply: tuple[bool, Any] = (True, getattr(store, name)(*args, **kwargs))
+            with patiently() if patient else contextlib.nullcontext():
+                reply: tuple[bool, Any] = (True, getattr(store, name)(*args, **kwargs))
         except Exception as err:  # noqa: BLE001 (sent back to the caller, raised there)
             reply = (False, _portable(err))
         try:

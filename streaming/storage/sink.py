@@ -80,6 +80,7 @@ class Sink:
         self.keep_local = keep_local
         self.retry = max(1, int(retry))
         self.progress = progress
+        self.published = published
         self.store: Store | None = None
         if self.remote is not None:
             if get_store_spec(scheme_of(self.remote)) is None:
@@ -147,6 +148,8 @@ class Sink:
                 self.progress(result.bytes)
             if not self.keep_local:
                 os.remove(local_path)
+            elif relpath == self.published:
+                self._stamp_as_sent(local_path, relpath)
         except BaseException as err:
             with self._error_lock:  # said once, when it happens (not after the queue drains)
                 if self._error is None:
@@ -154,6 +157,19 @@ class Sink:
                     self._error = err
             self._failed.set()
             raise
+
+    def _stamp_as_sent(self, local_path: str, relpath: str) -> None:
+        """Give the local copy of the published file the remote's time for it (by the server's
+        clock): a cache that this local directory becomes (`StreamingDataset(remote, local)`)
+        then reads the two as the same, not the remote's as written again since (best
+        effort)."""
+        assert self.store is not None
+        try:
+            when = self.store.modified(relpath.replace(os.sep, "/"))
+            if when is not None:
+                os.utime(local_path, (when, when))
+        except Exception as err:  # noqa: BLE001 (a cache judges it anyway, at worst fetching)
+            logger.debug("Could not stamp %s with the remote's time: %s", local_path, err)
 
     def wait(self) -> None:
         """Block until every put so far has landed.

@@ -5,8 +5,10 @@ user's code: the reference let its exception reach the caller unchanged (from th
 construction and from `dataset[i]`), so training code may catch it by its own type, to refresh
 expired credentials say. Our transfers retry, then raise `TransferError` naming the URL and the
 attempts, which code of ours relies on. So the error raised then is both: a class made for the
-pair, subclassing our error first and the user's second, carrying the user's error's attributes
-(its `__init__` is not run again). The user's original error stays its `__cause__`.
+pair, subclassing our error first and the user's second, made, printed and pickled as ours,
+carrying the user's error's attributes (its `__init__` is not run again). The user's original
+error stays its `__cause__`. Out of a DataLoader worker, torch rebuilds an error from its class
+and message alone: there it is still of the user's class, without those attributes.
 
 The made classes pickle (an error raised in a DataLoader worker crosses into the training
 process) through their metaclass's `copyreg` entry. A pair Python cannot join (two built-in
@@ -76,9 +78,14 @@ def _joint(ours: type[BaseException], theirs: type[BaseException]) -> Any:
 def _make_joint(ours: type[BaseException], theirs: type[BaseException]) -> Any:
     if issubclass(ours, theirs):
         return None
+    # Made and shown as ours: the user's class may come before ours' built-in bases in the
+    # method order, and its `__init__` (keyword-only arguments, say), `__str__` (an HTTP error's
+    # one line) or `__reduce__` would then take over.
+    body = {name: getattr(ours, name) for name in ("__new__", "__init__", "__str__", "__repr__",
+                                                   "__reduce__")}
     try:
-        cls = _JointErrorType(ours.__name__, (ours, theirs),
-                              {"__module__": ours.__module__, "__qualname__": ours.__qualname__})
+        cls = _JointErrorType(ours.__name__, (ours, theirs), {
+            "__module__": ours.__module__, "__qualname__": ours.__qualname__, **body})
     except TypeError:  # layouts or metaclasses that cannot be joined
         return None
     cls.ours, cls.theirs = ours, theirs
@@ -94,7 +101,10 @@ def as_theirs_too(ours: E, cause: BaseException) -> E:
     cls = _joint(type(ours), type(theirs))
     if cls is None:
         return ours
-    joined = cls(*ours.args)
+    try:
+        joined = cls(*ours.args)
+    except Exception:  # noqa: BLE001 (a class that cannot be made so: ours, as it is)
+        return ours
     state = {key: value for key, value in vars(theirs).items() if key != _MARK}
     state.update(vars(ours))
     vars(joined).update(state)

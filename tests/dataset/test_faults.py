@@ -105,14 +105,32 @@ def test_a_writers_own_output_is_not_fetched_again(tmp_path, cache_dir) -> None:
                    keep_local=True) as writer:
         for value in range(30):
             writer.write({"v": value})
-    later = time.time() + 5
-    for name in os.listdir(remote):  # the upload's times after the local files' own
-        os.utime(os.path.join(remote, name), (later, later))
-    kept = _mark_shards(local)
+    kept = _mark_shards(local)  # (the uploaded copies are the newer files)
     for _ in range(2):
         with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
             assert [s["v"] for s in ds] == list(range(30))
     assert kept and _marked(local) == kept
+
+
+def test_a_rewrite_under_an_identical_index_is_caught_without_the_cache_record(
+        make_ints, cache_dir) -> None:
+    """The machine's record of the cache (the remote index's time when last read) is gone,
+    with the temp dir after a reboot, say: the rewrite is judged by our clock's times of the
+    cached copies instead (it was trusted, and then recorded as read: stale for good)."""
+    from streaming.cache import origins
+
+    remote = make_ints(range(30))
+    local = cache_dir()
+    with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+        assert [s["v"] for s in ds] == list(range(30))
+    record = origins._record_path(local)
+    assert record is not None and os.path.exists(record)
+    os.remove(record)
+    shutil.rmtree(remote)
+    write_ints(remote, range(100, 130))
+    for _ in range(2):
+        with StreamingDataset(remote=remote, local=local, batch_size=4) as ds:
+            assert [s["v"] for s in ds] == list(range(100, 130))
 
 
 def test_a_remote_clock_ahead_of_ours_costs_no_download(make_ints, cache_dir) -> None:

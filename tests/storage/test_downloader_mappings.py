@@ -295,6 +295,37 @@ def test_the_downloaders_own_error_type_crosses_from_a_worker(tmp_path, mappings
     assert isinstance(err.value, TransferError)
 
 
+class Throttled(ConnectionError):
+    """A user's error on a built-in base, with keyword-only arguments and a `__str__` of its
+    own: in the joined class it comes before ConnectionError's own `__init__` and `__str__`."""
+
+    def __init__(self, *, retry_after: int) -> None:
+        super().__init__("throttled")
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return f"throttled, retry after {self.retry_after} s"
+
+
+class Throttling(MyFSDownloader):
+    def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
+        raise Throttled(retry_after=3)
+
+
+def test_a_user_error_with_its_own_init_and_str_is_joined_as_ours(tmp_path, mappings) -> None:
+    """(Joining made the error through the user's `__init__`, which raised TypeError instead,
+    and printed it through the user's `__str__`, which hid the URL and the attempts.)"""
+    _write(str(tmp_path / "src"))
+    mappings["myfs"] = Throttling
+    with pytest.raises(Throttled) as err:
+        StreamingDataset(remote=f"myfs://{tmp_path / 'src'}", local=str(tmp_path / "c"),
+                         batch_size=4, download_retry=1)
+    assert isinstance(err.value, TransferError) and err.value.retry_after == 3
+    assert str(err.value).startswith("Reading myfs://") and "after 1 attempt" in str(err.value)
+    again = pickle.loads(pickle.dumps(err.value))
+    assert type(again) is type(err.value) and str(again) == str(err.value)
+
+
 class AbstractError(Exception, metaclass=abc.ABCMeta):
     """An error class with a metaclass of its own: no class can join it with ours."""
 

@@ -162,6 +162,22 @@ def test_a_slow_but_live_server_gets_a_patient_second_attempt(faulty: tuple[Stor
         fetch(store, "obj.bin", str(tmp_path / "again.bin"), retries=1, timeout=30)
 
 
+def test_the_patient_attempt_reaches_a_forked_workers_helper(faulty: tuple[Store, FaultProxy],
+                                                              tmp_path: Any) -> None:
+    """A DataLoader worker forked after its parent used obstore calls it through a helper
+    process (`storage._forksafe`): the patience of its second attempt goes along (the helper
+    kept the stall timeout, and every attempt failed)."""
+    from tests.storage.test_storage_forksafe import _in_forked_child
+
+    store, proxy = faulty
+    assert store.size("obj.bin") == len(DATA)  # the parent's obstore runtime is running
+    proxy.reset(default=Fault("wait", delay=2.5))
+    target = str(tmp_path / "obj.bin")
+    attempts = _in_forked_child(lambda: fetch(store, "obj.bin", target, retries=2, timeout=30,
+                                              backoff=0.01).attempts, timeout=120)
+    assert attempts == 2 and open(target, "rb").read() == DATA
+
+
 @pytest.mark.parametrize("size", [0, 700_000, 2_500_000, 6_000_000])
 def test_parallel_parts_pull_no_extra_bytes(moto_server: Server, tmp_path: Any,
                                             size: int) -> None:
