@@ -210,7 +210,7 @@ def reimported(module: str, then: Callable[[str], Any] | None = None) -> Callabl
     """The module `__getattr__` of `module`: its entries of `REIMPORTS`, found on first use
     (`streaming.lazy_names`); any other name goes to `then` (the module's own `__getattr__`),
     if given."""
-    table = REIMPORTS[module]
+    table = REIMPORTS.get(module, {})  # none when run as a script (`python -m`: __main__)
 
     def others(name: str) -> Any:
         if table.get(name) == _LOGGER:

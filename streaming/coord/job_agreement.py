@@ -32,11 +32,14 @@ import json
 import logging
 import os
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from streaming.errors import StreamingError
+from streaming.coord.names import job_key
+from streaming.coord.records import ensure_state_dir
+from streaming.errors import CoordinationError, StreamingError
 
 __all__ = ["DifferentArgumentsError", "check_same_everywhere", "refused_elsewhere"]
 
@@ -46,6 +49,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SITE_FRAMES = 8  # calls outside the package that name a construction site
 _built: Counter[str] = Counter()  # datasets this process built, per site and data
 _published: list[tuple[Any, str]] = []  # (store, key) of the signatures this process agreed to
+_STARTED = time.time()  # a refusal noted before this process began is another job's
 
 
 class DifferentArgumentsError(StreamingError, ValueError):
@@ -82,7 +86,10 @@ def check_same_everywhere(signature: dict[str, Any], reads: Sequence[str]) -> No
         _published.append((store, key))
         return
     message = _message(rank, signature, first["rank"], first["order"])
-    try:  # the rank that went on learns it at its next wait for this one
+    # The rank that went on learns it at its next wait for this one: from the store, and, on
+    # this node, from a note (the store lives in rank 0, which may be this one, about to end).
+    _note_refusal(key, message)
+    try:
         store.set(f"{key}/refused", message)
     except Exception as err:  # noqa: BLE001 (best effort: this rank's error is the news)
         log.debug("Could not publish the refusal (%s: %s)", type(err).__name__, err)
@@ -93,12 +100,49 @@ def refused_elsewhere() -> str | None:
     """Why another rank refused a dataset this process built (it will never arrive at the
     node's barriers), if one did; else None. Non-blocking."""
     for store, key in _published:
+        noted = _noted_refusal(key)
+        if noted is not None:
+            return noted
         try:
             if store.check([f"{key}/refused"]):
                 return str(store.get(f"{key}/refused").decode())
         except Exception:  # noqa: BLE001, S112 (the group is gone: nothing to learn there)
             continue
     return None
+
+
+def _note_path(key: str) -> str | None:
+    """The node's note of a refusal under `key` in this job, or None without a state dir."""
+    job = job_key(os.environ, os.getpid())
+    try:
+        state = ensure_state_dir()
+    except (OSError, CoordinationError):
+        return None
+    name = hashlib.sha1(f"{job}|{key}".encode()).hexdigest()[:24]
+    return os.path.join(state, f"refused-{name}.txt")
+
+
+def _note_refusal(key: str, message: str) -> None:
+    path = _note_path(key)
+    if path is None:
+        return
+    try:
+        with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as f:
+            f.write(message)
+        os.replace(f"{path}.{os.getpid()}", path)
+    except OSError as err:
+        log.debug("Could not note the refusal in %s: %s", path, err)
+
+
+def _noted_refusal(key: str) -> str | None:
+    path = _note_path(key)
+    try:
+        if path is None or os.stat(path).st_mtime < _STARTED:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _plain(value: Any) -> Any:

@@ -7,7 +7,9 @@ answer (an S3 gateway under load, a file assembled on request) looks the same fo
 seconds, and failed every attempt where the reference's clients, waiting up to 60 s, got the
 object. So the attempts after a stalled one run patiently (`patiently`, set by
 `streaming.storage.transfer.call_with_retries`): each store then waits up to `PATIENT_WAIT`
-for the next byte, still within the attempt's own `download_timeout`.
+for the next byte, still within the attempt's own `download_timeout`. Not the reference's
+60 s: a process interrupted mid-transfer (Ctrl-C on a parallel `streaming validate`) ends only
+once its transfers give up, so a dead server would hold it that long.
 
 The flag is a context variable: it follows the attempt into the helper thread that runs it.
 """
@@ -19,12 +21,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from streaming.defaults import DEFAULT_TIMEOUT, STALL_TIMEOUT
+from streaming.defaults import STALL_TIMEOUT
 
 __all__ = ["PATIENT_WAIT", "is_patient", "patiently", "read_wait", "stall_timeout"]
 
-#: Seconds a patient attempt waits for the next byte (the reference's clients' read timeout).
-PATIENT_WAIT = DEFAULT_TIMEOUT
+#: Seconds a patient attempt waits for the next byte: a server four times slower to answer than
+#: the stall timeout allows (see the module docstring for why not 60 s).
+PATIENT_WAIT = 20.0
 
 _patient: ContextVar[bool] = ContextVar("shardstream_patient_transfer", default=False)
 

@@ -5,7 +5,8 @@ argv: job JSON, output path. The job gives each rank its datasets (`plans[rank]`
 after another from one line, so a rank may build them in its own order: each a dict of `name`,
 `remote`, `seed`, and optionally `shuffle` (default True), `numpy` (the seed as a numpy
 integer) and `replication`), and `peek`: rank 0 first builds another dataset of its own, with
-another seed, from another line. Ranks of one node share a cache directory. Writes the sample
+another seed, from another line; `first`: the rank that builds its datasets first (the others
+wait for it through the job's store). Ranks of one node share a cache directory. Writes the sample
 ids this rank saw per dataset, the error a constructor raised (`error`), or the error an
 iteration raised (`iter_error`).
 """
@@ -41,12 +42,17 @@ def main() -> None:
         build({"remote": job["plans"][0][0]["remote"], "seed": 12345}, cache + "-peek").close()
     report: dict = {}
     datasets = {}
+    store = dist.distributed_c10d._get_default_store()
+    if job.get("first") is not None and rank != job["first"]:
+        store.wait(["first-built"])
     try:
         for spec in job["plans"][rank]:
             datasets[spec["name"]] = build(spec, os.path.join(cache, spec["name"]))
     except DifferentArgumentsError as err:
         report["error"] = str(err)
-    else:
+    if job.get("first") == rank:
+        store.set("first-built", "1")
+    if "error" not in report:
         try:
             report["ids"] = {name: [s["v"] for s in ds] for name, ds in datasets.items()}
         except CoordinationError as err:

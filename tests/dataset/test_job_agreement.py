@@ -43,11 +43,14 @@ def test_a_rank_with_another_seed_is_refused_naming_it(remotes, tmp_path) -> Non
             or "shuffle_seed=7 on rank 0 but 8 on rank 1" in errors[0])
 
 
-def test_the_rank_that_went_on_fails_with_the_refusal_instead_of_waiting(remotes,
-                                                                           tmp_path) -> None:
+@pytest.mark.parametrize("first", [0, 1])
+def test_the_rank_that_went_on_fails_with_the_refusal_instead_of_waiting(remotes, tmp_path,
+                                                                           first: int) -> None:
     """Two ranks of one node: the one refused exits, and the other, which built first and
-    waits for it at the epoch's barrier, fails with the refusal (it waited with no limit)."""
-    reports = _run([[_train(remotes, 7)], [_train(remotes, 8)]], tmp_path, ranks_per_node=2)
+    waits for it at the epoch's barrier, fails with the refusal (it waited with no limit), even
+    when the one refused is rank 0, whose exit takes the job's store with it."""
+    reports = _run([[_train(remotes, 7)], [_train(remotes, 8)]], tmp_path, ranks_per_node=2,
+                   first=first)
     refused = [r for r in reports if "error" in r]
     went_on = [r for r in reports if "iter_error" in r]
     assert len(refused) == 1 and len(went_on) == 1, reports

@@ -19,8 +19,6 @@ from streaming.storage import open_store
 from streaming.storage.store_errors import ObjectNotFoundError
 from streaming.storage.transfer import TransferError
 
-SOURCE_ENV = "SS_TEST_MYFS_ROOT"  # where the test's downloader finds files (workers too)
-
 
 class MyFSDownloader(CloudDownloader):
     """The reference's recipe for a private scheme: ``myfs://<path>`` names a local file."""
@@ -40,7 +38,9 @@ class MyFSDownloader(CloudDownloader):
 
 
 class MirrorS3(CloudDownloader):
-    """Replaces the shipped S3 class: every s3:// file comes from a local mirror."""
+    """Replaces the shipped S3 class: ``s3://mirror/<path>`` is the local file ``/<path>`` (in
+    the URL, so that a forkserver started earlier by another test, with its environment of
+    then, finds it too)."""
 
     @staticmethod
     def _client_identifier() -> str:
@@ -50,7 +50,7 @@ class MirrorS3(CloudDownloader):
         pass
 
     def _download_file_impl(self, remote: str, local: str, timeout: float) -> None:
-        shutil.copy(os.path.join(os.environ[SOURCE_ENV], remote.rsplit("/", 1)[1]), local)
+        shutil.copy(remote[len("s3://mirror"):], local)
 
 
 @pytest.fixture
@@ -85,9 +85,9 @@ def test_a_new_scheme_serves_a_dataset(tmp_path, mappings) -> None:
 
 def test_a_replaced_scheme_serves_loader_workers(tmp_path, mappings, monkeypatch) -> None:
     _write(str(tmp_path / "mirror"))
-    monkeypatch.setenv(SOURCE_ENV, str(tmp_path / "mirror"))
     mappings["s3"] = MirrorS3  # no S3 server anywhere: only the mirror can answer
-    dataset = StreamingDataset(remote="s3://bucket/ds", local=str(tmp_path / "cache"),
+    dataset = StreamingDataset(remote=f"s3://mirror{tmp_path / 'mirror'}",
+                               local=str(tmp_path / "cache"),
                                batch_size=4, download_retry=1)
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2)
     assert sorted(int(x) for batch in loader for x in batch["x"]) == list(range(40))
@@ -185,9 +185,9 @@ def test_a_mapping_made_in_this_process_only_serves_spawned_workers(
     reference pickles its downloader (workers opened the URL again and read through the
     shipped S3 store, or failed on an unknown scheme)."""
     _write(str(tmp_path / "mirror"))
-    monkeypatch.setenv(SOURCE_ENV, str(tmp_path / "mirror"))
     mappings["s3"] = MirrorS3  # no S3 server anywhere: only the mirror can answer
-    dataset = StreamingDataset(remote="s3://bucket/ds", local=str(tmp_path / "cache"),
+    dataset = StreamingDataset(remote=f"s3://mirror{tmp_path / 'mirror'}",
+                               local=str(tmp_path / "cache"),
                                batch_size=4, download_retry=1)
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2,
                                  multiprocessing_context=context)
