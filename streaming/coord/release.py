@@ -18,6 +18,7 @@ script that ends, or dies of an exception, with a loader's iterator alive leaves
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -165,20 +166,25 @@ def drain_pending(lock: FileLock | None = None) -> int:
     """
     count = 0
     while _pending:
+        # Left in the queue until it has run, so that a caller holding the lock (opening a
+        # namespace) runs it itself instead of finding the queue emptied by the background
+        # drainer, which may still be waiting for that lock: the caller then saw its own
+        # released dataset as live. Running a release twice is harmless (`_mine`).
         try:
-            release = _pending.popleft()
+            release = _pending[0]
         except IndexError:  # another thread emptied it
             break
-        if not release._mine():
-            continue
-        if lock is not None and lock.held and _same_dir(lock, release.state_dir):
-            try:
-                release._release_locked()
-            except Exception as err:  # noqa: BLE001 (leave it to exit rather than fail the caller)
-                log.warning("Could not release shared namespace %s: %s", release.name, err)
-        else:
-            release.now()
-        count += 1
+        if release._mine():
+            if lock is not None and lock.held and _same_dir(lock, release.state_dir):
+                try:
+                    release._release_locked()
+                except Exception as err:  # noqa: BLE001 (leave it to exit, not fail the caller)
+                    log.warning("Could not release shared namespace %s: %s", release.name, err)
+            else:
+                release.now()
+            count += 1
+        with contextlib.suppress(ValueError):  # (another drainer took it out already)
+            _pending.remove(release)
     return count
 
 
