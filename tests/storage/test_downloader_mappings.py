@@ -83,7 +83,7 @@ def test_a_new_scheme_serves_a_dataset(tmp_path, mappings) -> None:
     assert all(c.startswith(f"myfs://{tmp_path / 'src'}/") for c in MyFSDownloader.calls)
 
 
-def test_a_replaced_scheme_serves_loader_workers(tmp_path, mappings, monkeypatch) -> None:
+def test_a_replaced_scheme_serves_loader_workers(tmp_path, mappings) -> None:
     _write(str(tmp_path / "mirror"))
     mappings["s3"] = MirrorS3  # no S3 server anywhere: only the mirror can answer
     dataset = StreamingDataset(remote=f"s3://mirror{tmp_path / 'mirror'}",
@@ -179,7 +179,7 @@ def test_parquet_columns_through_a_downloader_fetch_the_file_once(tmp_path, mapp
 
 @pytest.mark.parametrize("context", ["spawn", "forkserver"])
 def test_a_mapping_made_in_this_process_only_serves_spawned_workers(
-        tmp_path, mappings, monkeypatch, context: str) -> None:
+        tmp_path, mappings, context: str) -> None:
     """Registered under `if __name__ == '__main__':` (here: in the test, never at import), the
     entry is not in a spawned worker's table: the stream takes its store along, as the
     reference pickles its downloader (workers opened the URL again and read through the
