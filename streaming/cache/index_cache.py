@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from streaming.cache.origins import read_origin, read_seen, record_origin
+from streaming.cache.origins import read_origin, record_origin
 from streaming.errors import (
     IndexFormatError,
     RemoteUnavailableWarning,
@@ -216,9 +216,10 @@ class IndexCache:
         if not loaded.from_remote:
             return
         os.makedirs(self.local_dir, exist_ok=True)
-        origin = self._origin()
+        origin, seen = self._origin()
         where = _place(loaded.where)
-        seen = read_seen(self.local_dir) if origin == where else None
+        if origin != where:
+            seen = None  # a time read from another remote says nothing of this one
         if os.path.exists(self.path):
             with open(self.path, "rb") as f:
                 old = f.read()
@@ -274,11 +275,11 @@ class IndexCache:
                 f"they are used as they are, stale if the dataset was rewritten in place."),
                 stacklevel=2)
 
-    def _origin(self) -> str | None:
+    def _origin(self) -> tuple[str | None, float | None]:
         """The remote index this cache was filled from (`streaming.cache.origins`), in the
-        form `_place` gives."""
-        origin = read_origin(self.local_dir)
-        return None if origin is None else _place(origin)
+        form `_place` gives, and its time at the remote when this cache last read it."""
+        where, seen = read_origin(self.local_dir)
+        return (None if where is None else _place(where)), seen
 
     def _record_origin(self, recorded: str | None, where: str, seen: float | None,
                        remote_time: float | None) -> None:

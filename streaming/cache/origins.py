@@ -18,12 +18,13 @@ import logging
 import os
 import threading
 import time
+from typing import NamedTuple
 
 from streaming.coord.records import ensure_state_dir
 from streaming.errors import CoordinationError
 from streaming.format.fileio import write_atomic
 
-__all__ = ["prune_origins", "read_origin", "read_seen", "record_origin"]
+__all__ = ["Origin", "prune_origins", "read_origin", "record_origin"]
 
 log = logging.getLogger(__name__)
 
@@ -42,31 +43,33 @@ def _record_path(local_dir: str) -> str | None:
         return None
 
 
-def read_origin(local_dir: str) -> str | None:
-    """The remote index `local_dir` was filled from, or None if unknown (a cache filled by the
-    reference, or before a reboot cleared the temp dir)."""
-    path = _record_path(local_dir)
-    if path is None:
-        return None
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return f.readline().strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
+class Origin(NamedTuple):
+    """What a cache directory's record says: the remote index that filled it, and that index's
+    modification time at the remote (by the server's clock) when the directory last read it."""
+
+    where: str | None  # None: unknown (filled by the reference, or the temp dir was cleared)
+    seen: float | None  # None: unknown (no time given, or a record from before times were kept)
 
 
-def read_seen(local_dir: str) -> float | None:
-    """The remote index's modification time (by the server's clock) when `local_dir` last read
-    it, or None if unknown (never read since this machine kept records, or no time given)."""
+_UNKNOWN = Origin(None, None)
+
+
+def read_origin(local_dir: str) -> Origin:
+    """The record of `local_dir`, read once (both fields None when there is none)."""
     path = _record_path(local_dir)
     if path is None:
-        return None
+        return _UNKNOWN
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().splitlines()
-        return float(lines[2]) if len(lines) > 2 and lines[2] else None
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
+    except (OSError, UnicodeDecodeError):
+        return _UNKNOWN
+    where = (lines[0].strip() or None) if lines else None
+    try:
+        seen = float(lines[2]) if len(lines) > 2 and lines[2] else None
+    except ValueError:
+        seen = None
+    return Origin(where, seen)
 
 
 def record_origin(local_dir: str, where: str, seen: float | None = None) -> None:

@@ -29,9 +29,9 @@ def test_a_record_reads_back_and_goes_with_its_directory(tmp_path: Any, monkeypa
     for thread in threading.enumerate():  # the first record's prune, on its own thread
         if thread.name == "streaming-origins-prune":
             thread.join(timeout=60)
-    assert origins.read_origin(str(kept)) == "s3://a/index.json"
-    assert origins.read_origin(str(gone)) == "s3://b/index.json"
-    assert origins.read_origin(str(tmp_path / "never")) is None
+    assert origins.read_origin(str(kept)).where == "s3://a/index.json"
+    assert origins.read_origin(str(gone)).where == "s3://b/index.json"
+    assert origins.read_origin(str(tmp_path / "never")) == (None, None)
     state = os.path.dirname(origins._record_path(str(kept)))  # type: ignore[arg-type]
     old = os.path.join(state, "origin-0123456789abcdef01234567.txt")  # an older one-line record
     with open(old, "w") as f:
@@ -40,7 +40,7 @@ def test_a_record_reads_back_and_goes_with_its_directory(tmp_path: Any, monkeypa
     assert origins.prune_origins(state) == 0  # pruned at most once an hour
     assert len(_records(state)) == 3
     assert origins.prune_origins(state, force=True) == 1  # the gone directory's record
-    assert origins.read_origin(str(kept)) == "s3://a/index.json"
+    assert origins.read_origin(str(kept)).where == "s3://a/index.json"
     later = time.time() + origins.OLD_RECORD_AGE + origins.PRUNE_EVERY + 1
     assert origins.prune_origins(state, now=later) == 1  # the old record, too old to judge
     assert _records(state) == [os.path.basename(origins._record_path(str(kept)))]  # type: ignore[arg-type]
@@ -51,15 +51,15 @@ def test_a_record_keeps_the_index_time_it_was_read_at(tmp_path: Any) -> None:
     two-line records written before it was kept)."""
     local = tmp_path / "cache"
     local.mkdir()
-    assert origins.read_seen(str(local)) is None
+    assert origins.read_origin(str(local)).seen is None
     origins.record_origin(str(local), "s3://a/index.json", 1_700_000_000.25)
-    assert origins.read_seen(str(local)) == 1_700_000_000.25
-    assert origins.read_origin(str(local)) == "s3://a/index.json"
+    assert origins.read_origin(str(local)).seen == 1_700_000_000.25
+    assert origins.read_origin(str(local)).where == "s3://a/index.json"
     origins.record_origin(str(local), "s3://a/index.json")
-    assert origins.read_seen(str(local)) is None
+    assert origins.read_origin(str(local)).seen is None
     record = origins._record_path(str(local))
     assert record is not None
     with open(record, "w") as f:
         f.write(f"s3://a/index.json\n{os.path.realpath(local)}\n")
-    assert origins.read_seen(str(local)) is None
-    assert origins.read_origin(str(local)) == "s3://a/index.json"
+    assert origins.read_origin(str(local)).seen is None
+    assert origins.read_origin(str(local)).where == "s3://a/index.json"
