@@ -242,6 +242,26 @@ def test_names_the_reference_modules_imported_import_from_there() -> None:
     assert partition.orig.__name__ == "streaming.base.partition.orig"  # its own lookup still
 
 
+
+def test_names_the_reference_modules_imported_show_as_there() -> None:
+    """They are in `dir()`, and `import *` of a module the reference gave no `__all__` takes
+    them (and every other public name), as there; a module with an `__all__` keeps to it."""
+    from streaming.base._reimports import REIMPORTS, STAR_TAKES_ALL
+
+    for module, names in REIMPORTS.items():
+        assert set(names) <= set(dir(importlib.import_module(module))), module
+    scope: dict[str, object] = {}
+    exec("from streaming.base.dataset import *", scope)
+    assert scope["Stream"] is streaming.Stream
+    assert scope["StreamingDataset"] is streaming.StreamingDataset
+    assert "logger" in scope and "_Iterator" not in scope
+    assert "streaming.base.dataset" in STAR_TAKES_ALL
+    assert "streaming.base.format.mds.writer" not in STAR_TAKES_ALL
+    scope = {}
+    exec("from streaming.base.format.mds.writer import *", scope)
+    assert [name for name in scope if name != "__builtins__"] == ["MDSWriter"]
+
+
 @pytest.mark.parametrize("module", [_case(m) for m in HOMES])
 def test_aliases_are_our_real_objects(module: str) -> None:
     alias = importlib.import_module(module)

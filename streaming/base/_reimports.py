@@ -15,12 +15,14 @@ type variables, and the regular expressions of the webvid crawl scripts.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from streaming.lazy_names import lazy_names
 
-__all__ = ["REIMPORTS", "reimported"]
+__all__ = ["REIMPORTS", "STAR_TAKES_ALL", "reimported"]
 
 _LOGGER = "<the module's logger>"  # an entry `logging.getLogger(module)` answers
 
@@ -205,19 +207,70 @@ REIMPORTS: dict[str, dict[str, str]] = {
     },
 }
 
+#: The modules of `REIMPORTS` the reference gave no `__all__`: `from module import *` there
+#: took every public name, the re-imported ones too, so here they join the module's `__all__`.
+STAR_TAKES_ALL: frozenset[str] = frozenset({
+    "streaming.base.batching.device_per_stream",
+    "streaming.base.batching.per_stream",
+    "streaming.base.batching.random",
+    "streaming.base.batching.stratified",
+    "streaming.base.dataloader",
+    "streaming.base.dataset",
+    "streaming.base.partition",
+    "streaming.base.partition.orig",
+    "streaming.base.partition.relaxed",
+    "streaming.base.shared.prefix",
+    "streaming.base.shuffle.py1br",
+    "streaming.base.shuffle.py1e",
+    "streaming.base.stream",
+    "streaming.base.world",
+    "streaming.multimodal.convert.webvid.crawl_webvid_subsets",
+    "streaming.multimodal.convert.webvid.extract_webvid_videos",
+    "streaming.multimodal.webvid",
+    "streaming.vision.convert.ade20k",
+    "streaming.vision.convert.base",
+    "streaming.vision.convert.coco",
+    "streaming.vision.convert.imagenet",
+})
+
 
 def reimported(module: str, then: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
     """The module `__getattr__` of `module`: its entries of `REIMPORTS`, found on first use
     (`streaming.lazy_names`); any other name goes to `then` (the module's own `__getattr__`),
     if given."""
     table = REIMPORTS.get(module, {})  # none when run as a script (`python -m`: __main__)
+    _list_in(sys.modules.get(module), module, table)
 
     def others(name: str) -> Any:
         if table.get(name) == _LOGGER:
             return logging.getLogger(module)
+        if name == "__all__" and module in STAR_TAKES_ALL:
+            return _star_names(module, table)
         if then is not None:
             return then(name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return lazy_names(module, {name: target for name, target in table.items()
                                if target != _LOGGER}, fallback=others)
+
+
+def _list_in(mod: ModuleType | None, module: str, table: dict[str, str]) -> None:
+    """Show the re-imported names of `module` in its `dir()`, as the reference's module did;
+    in the modules that had no `__all__` (`STAR_TAKES_ALL`), `import *` takes every public name
+    again, these too (`_star_names`)."""
+    if mod is None or not table:
+        return
+    names = set(table)
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(mod)) | names)
+
+    mod.__dir__ = __dir__  # type: ignore[method-assign]
+    if module in STAR_TAKES_ALL:
+        vars(mod).pop("__all__", None)  # then asked of the module's `__getattr__`
+
+
+def _star_names(module: str, table: dict[str, str]) -> list[str]:
+    """What `from module import *` takes from a module without `__all__`: its public names."""
+    found = set(vars(sys.modules[module])) | set(table)
+    return sorted(name for name in found if not name.startswith("_"))
