@@ -8,8 +8,8 @@ seconds, and failed every attempt where the reference's clients, waiting up to 6
 object. So the attempts after a stalled one run patiently (`patiently`, set by
 `streaming.storage.transfer.call_with_retries`): each store then waits up to `PATIENT_WAIT`
 for the next byte, still within the attempt's own `download_timeout`. Not the reference's
-60 s: a process interrupted mid-transfer (Ctrl-C on a parallel `streaming validate`) ends only
-once its transfers give up, so a dead server would hold it that long.
+60 s: a server that died mid-answer then costs whoever waits on it (`dataset[i]`, a shard the
+epoch needs next) 20 s per patient attempt, not a minute.
 
 The flag is a context variable: it follows the attempt into the helper thread that runs it.
 """
