@@ -208,7 +208,8 @@ REIMPORTS: dict[str, dict[str, str]] = {
 }
 
 #: The modules of `REIMPORTS` the reference gave no `__all__`: `from module import *` there
-#: took every public name, the re-imported ones too, so here they join the module's `__all__`.
+#: took every public name, the re-imported ones too. Ours drop their `__all__` for one that
+#: `reimported`'s `__getattr__` answers with the same: every public name, these included.
 STAR_TAKES_ALL: frozenset[str] = frozenset({
     "streaming.base.batching.device_per_stream",
     "streaming.base.batching.per_stream",
