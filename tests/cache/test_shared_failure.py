@@ -12,6 +12,7 @@ import time
 
 import streaming.cache.node_cache as node_cache
 from streaming import MDSWriter, StreamingDataset
+from streaming.coord.claims import ShardClaims
 from streaming.storage.transfer import TransferError
 
 
@@ -24,21 +25,20 @@ def test_threads_waiting_for_a_failing_shard_share_its_error(tmp_path, monkeypat
     readers = 4
     entered: list[int] = []
     fetches: list[int] = []
-    prepare, fetch = node_cache.NodeCache.prepare, node_cache.NodeCache._fetch
+    ensure, fetch = ShardClaims.ensure, node_cache.NodeCache._fetch
 
     def counted(self, shard, *args, **kwargs):
-        entered.append(shard)
-        return prepare(self, shard, *args, **kwargs)
+        entered.append(shard)  # (`prepare` has noted when it began waiting by now)
+        return ensure(self, shard, *args, **kwargs)
 
     def failing(self, shard, *args, **kwargs):
         fetches.append(shard)
         deadline = time.monotonic() + 60
         while len(entered) < readers and time.monotonic() < deadline:  # all of them wait
             time.sleep(0.01)
-        time.sleep(0.2)  # each has noted when it began waiting
         raise TransferError("the server answered 500 (every attempt)")
 
-    monkeypatch.setattr(node_cache.NodeCache, "prepare", counted)
+    monkeypatch.setattr(ShardClaims, "ensure", counted)
     monkeypatch.setattr(node_cache.NodeCache, "_fetch", failing)
     errors: list[BaseException] = []
 

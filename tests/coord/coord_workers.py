@@ -62,12 +62,15 @@ def race_prepare(claims: ShardClaims, start: Barrier, n: int, log_path: str, see
 
 
 def claim_and_hang(claims: ShardClaims, shard: int, ready_path: str, fail: bool = False) -> None:
-    """Claim a shard, say so, then hang (to be killed) or fail the preparation."""
+    """Claim a shard, say so, then hang (to be killed) or, once `<ready_path>.go` exists, fail
+    the preparation."""
     outcome = claims.claim(shard)
     with open(ready_path, "w") as f:
         f.write(outcome.value)
     if fail:
-        time.sleep(0.3)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(f"{ready_path}.go") and time.monotonic() < deadline:
+            time.sleep(0.01)
         claims.finish(shard, ok=False)
         return
     time.sleep(60)

@@ -81,6 +81,7 @@ def test_a_waiter_retries_after_a_failed_preparation(coord_tmp: str) -> None:
         child.start()
         _wait_for_file(ready)
         assert claims.claim(0) is Outcome.BUSY  # the child is alive and preparing
+        open(f"{ready}.go", "w").close()  # now it fails its preparation
         ran = []
         assert claims.ensure(0, lambda: ran.append(1), timeout=20) is True  # child failed: retry
         assert ran == [1] and claims.state(0) is ShardState.LOCAL
