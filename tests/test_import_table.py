@@ -242,7 +242,6 @@ def test_names_the_reference_modules_imported_import_from_there() -> None:
     assert partition.orig.__name__ == "streaming.base.partition.orig"  # its own lookup still
 
 
-
 def test_names_the_reference_modules_imported_show_as_there() -> None:
     """They are in `dir()`, and `import *` of a module the reference gave no `__all__` takes
     them (and every other public name), as there; a module with an `__all__` keeps to it."""
