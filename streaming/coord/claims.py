@@ -92,10 +92,16 @@ class ShardClaims:
             reprepare: Claim a LOCAL shard too (it needs work again, e.g. decompression).
         """
         states = self.states.numpy()
-        if not reprepare and states[shard] == ShardState.LOCAL:
-            # A lock-free READY: LOCAL only leaves through EVICT, which may as well come right
-            # after the lock is released, so holding it would add cost, not certainty.
-            return Outcome.READY
+        if not reprepare:
+            seen = states[shard]
+            if seen == ShardState.LOCAL:
+                # A lock-free READY: LOCAL only leaves through EVICT, which may as well come
+                # right after the lock is released, so holding it would add cost, not certainty.
+                return Outcome.READY
+            if seen == ShardState.PREPARING and is_alive(*self.owners.numpy()[shard].tolist()):
+                # A lock-free BUSY, for the same reason: the caller waits and asks again. (A
+                # reader that caught up with the prefetch thread asks at every shard.)
+                return Outcome.BUSY
         with self.lock:
             state = int(states[shard])
             pid, start = self.owners.numpy()[shard].tolist()

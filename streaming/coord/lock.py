@@ -1,10 +1,15 @@
 """A cross-process, cross-thread lock over `fcntl.flock` on a file in the temp dir.
 
-Fork-safe by construction: the file is opened on every acquire and closed on release, so no
-descriptor (and no lock) is carried into a child; a child that inherits the object while another
-thread holds it notices the pid change and starts fresh. Pickles as its path. Deletion-safe: after
-locking, the inode is checked against the path, so a lock file removed by a namespace teardown is
-never locked "alone". Always use it through `with`; acquisition has a deadline.
+The file stays open between acquisitions (each costs a `flock` and a `stat`, not the six system
+calls of an open, lock, check, unlock and close: a shard's claim takes this lock twice, and every
+call that releases the GIL is a handoff between a reader and its prefetch thread).
+
+Fork-safe: a forked child closes the descriptors of every lock it inherited (`os.register_at_fork`),
+so it never shares the parent's open file (which would make it share the parent's `flock`, and
+keep a lock held by a parent that died holding it); a child that inherits the object notices the
+pid change and starts fresh. Pickles as its path. Deletion-safe: after locking, the inode is
+checked against the path, so a lock file removed by a namespace teardown is never locked "alone".
+Always use it through `with`; acquisition has a deadline.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import weakref
 from types import TracebackType
 
 from streaming.coord.wait import Deadline, wait_until
@@ -21,6 +27,14 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT", "FileLock"]
 
 DEFAULT_LOCK_TIMEOUT = 120.0
 _MODE = 0o600
+
+#: Locks with an open descriptor, for the forked child to close them all.
+_OPEN: weakref.WeakSet[FileLock] = weakref.WeakSet()
+
+
+def _forget_all_in_child() -> None:
+    for lock in list(_OPEN):
+        lock._check_fork()
 
 
 class FileLock:
@@ -40,35 +54,53 @@ class FileLock:
     def _reset(self) -> None:
         self._pid = os.getpid()
         self._thread_lock = threading.Lock()
-        self._fd: int | None = None
-        self._thread: int | None = None
+        self._fd: int | None = None  # kept open between acquisitions
+        self._inode: tuple[int, int] | None = None  # (device, inode) of the file `_fd` opened
+        self._holder: int | None = None  # the thread holding the lock
 
     def _check_fork(self) -> None:
         if self._pid != os.getpid():
             fd = self._fd
             self._reset()
+            _OPEN.discard(self)
             if fd is not None:
-                # Inherited from a parent that held the lock: close our copy without unlocking,
-                # which leaves the parent's lock in place.
+                # The parent's open file: closing our copy leaves its lock (if any) in place.
                 os.close(fd)
 
-    def _try_lock_file(self) -> int | None:
+    def _open(self) -> int:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _MODE)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
+            info = os.fstat(fd)
         except BaseException:
             os.close(fd)
             raise
+        self._fd, self._inode = fd, (info.st_dev, info.st_ino)
+        _OPEN.add(self)
+        return fd
+
+    def _close(self) -> None:
+        fd, self._fd, self._inode = self._fd, None, None
+        _OPEN.discard(self)
+        if fd is not None:
+            os.close(fd)
+
+    def _try_lock_file(self) -> int | None:
+        fd = self._fd if self._fd is not None else self._open()
         try:
-            same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        except BaseException:
+            self._close()
+            raise
+        try:
+            info = os.stat(self.path)
+            same = (info.st_dev, info.st_ino) == self._inode
         except FileNotFoundError:
             same = False
-        if not same:  # the file was unlinked (or replaced) while we waited: retry on the new one
+        if not same:  # the file was unlinked (or replaced): retry on the one at the path now
             fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            self._close()
             return None
         return fd
 
@@ -79,7 +111,7 @@ class FileLock:
             CoordinationError: Another thread or process held it past the deadline.
         """
         self._check_fork()
-        if self._fd is not None and self._thread == threading.get_ident():
+        if self._holder is not None and self._holder == threading.get_ident():
             raise CoordinationError(
                 f"Lock {self.path} is already held by this thread (not reentrant)"
             )
@@ -91,7 +123,7 @@ class FileLock:
                 f"thread of this process)"
             )
         try:
-            self._fd = wait_until(
+            wait_until(
                 self._try_lock_file,
                 timeout=max(deadline.remaining(), 0),
                 what=lambda: f"lock {self.path} (held by another process)",
@@ -101,7 +133,7 @@ class FileLock:
         except BaseException:
             self._thread_lock.release()
             raise
-        self._thread = threading.get_ident()
+        self._holder = threading.get_ident()
 
     def try_acquire(self) -> bool:
         """Take the lock only if that needs no waiting at all; returns whether it was taken.
@@ -120,25 +152,34 @@ class FileLock:
         if fd is None:
             self._thread_lock.release()
             return False
-        self._fd, self._thread = fd, threading.get_ident()
+        self._holder = threading.get_ident()
         return True
 
     def release(self) -> None:
-        """Release the lock taken by `acquire` in this process."""
+        """Release the lock taken by `acquire` in this process (its file stays open)."""
         self._check_fork()
-        fd, self._fd, self._thread = self._fd, None, None
-        if fd is None:
+        if self._holder is None or self._fd is None:
             raise RuntimeError(f"Lock {self.path} is not held")
+        self._holder = None
         try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        except BaseException:
+            self._close()  # closing the file releases its lock too
+            raise
         finally:
-            os.close(fd)
             self._thread_lock.release()
+
+    def close(self) -> None:
+        """Close the lock's file (it is opened again by the next acquire); not while held."""
+        self._check_fork()
+        if self._holder is not None:
+            raise RuntimeError(f"Lock {self.path} is held: release it before closing")
+        self._close()
 
     @property
     def held(self) -> bool:
         """Whether this process (some thread of it) holds the lock."""
-        return self._pid == os.getpid() and self._fd is not None
+        return self._pid == os.getpid() and self._holder is not None
 
     def __enter__(self) -> FileLock:
         self.acquire()
@@ -152,6 +193,16 @@ class FileLock:
     ) -> None:
         self.release()
 
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is None:
+            return
+        try:
+            if self._pid == os.getpid():
+                os.close(fd)
+        except Exception:  # interpreter shutdown: modules half torn down; the exit closes it
+            pass
+
     def __getstate__(self) -> dict[str, object]:
         return {"path": self.path, "timeout": self.timeout}
 
@@ -162,3 +213,7 @@ class FileLock:
 
     def __repr__(self) -> str:
         return f"FileLock({self.path!r})"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all_in_child)

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from coord_workers import claim_and_hang, race_prepare
 
-from streaming.coord import Outcome, ShardState, open_namespace
+from streaming.coord import FileLock, Outcome, ShardState, open_namespace
 from streaming.coord.states import Event, InvalidTransition
 from streaming.errors import CoordinationError
 
@@ -141,3 +141,20 @@ def test_a_preparer_whose_pid_was_recycled_is_taken_over(coord_tmp: str) -> None
         assert claims.claim(0) is Outcome.GRANTED  # taken over at once, not BUSY
         claims.finish(0, ok=True)
         assert claims.state(0) is ShardState.LOCAL
+
+
+def test_a_shard_a_live_process_prepares_is_busy_without_the_lock(coord_tmp: str) -> None:
+    """A reader that caught up with the prefetch thread asks at every shard: while the shard's
+    preparer is alive, the answer (wait) needs no lock, so it is given even while another
+    process holds the lock for long."""
+    with open_namespace([f"{coord_tmp}/data"], ["s3://bucket/data"]) as ns:
+        claims = ns.claims(2)
+        assert claims.claim(0) is Outcome.GRANTED  # this process prepares shard 0
+        holder = FileLock(claims.lock.path)
+        claims.lock.timeout = 0.2
+        with holder:  # (another FileLock of the same file excludes this one as a process's)
+            assert claims.claim(0) is Outcome.BUSY
+            with pytest.raises(CoordinationError):  # a claim that needs the lock waits for it
+                claims.claim(1)
+        claims.finish(0, ok=True)
+        assert claims.claim(0) is Outcome.READY

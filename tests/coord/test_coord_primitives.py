@@ -224,6 +224,93 @@ def test_lock_survives_deletion_of_its_file(tmp_path) -> None:
         first.release()
 
 
+def _descriptors_of(path: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith(path):
+                found.append(int(name))
+        except OSError:  # the listing's own descriptor, closed meanwhile
+            pass
+    return found
+
+
+def test_lock_keeps_one_descriptor_open_between_acquisitions(tmp_path) -> None:
+    """Each acquisition is a `flock` and a `stat`, not an open and a close: the file stays
+    open (once) until `close()` or the object goes."""
+    path = str(tmp_path / "x.lock")
+    lock = FileLock(path)
+    with lock:
+        opened = _descriptors_of(path)
+    for _ in range(5):
+        with lock:
+            pass
+    assert len(opened) == 1 and _descriptors_of(path) == opened
+    lock.close()
+    assert _descriptors_of(path) == []
+    with lock:  # opened again on demand
+        assert len(_descriptors_of(path)) == 1
+    with lock, pytest.raises(RuntimeError, match="held"):
+        lock.close()
+    del lock
+    assert _descriptors_of(path) == []
+
+
+def test_a_kept_descriptor_of_a_deleted_lock_file_is_not_locked_alone(tmp_path) -> None:
+    """The file deleted (a namespace teardown) and made again by another lock between two
+    acquisitions: the lock locks the file at its path now, not the one it kept open."""
+    path = str(tmp_path / "x.lock")
+    first, second = FileLock(path, timeout=0.3), FileLock(path)
+    with first:
+        pass
+    os.unlink(path)
+    with second:
+        with pytest.raises(CoordinationError, match="x.lock"):
+            first.acquire()
+        assert not first.held
+    with first:
+        assert first.held
+
+
+_DIES_HOLDING = """
+import os, sys, time
+from streaming.coord.lock import FileLock
+lock = FileLock(sys.argv[1])
+with lock:  # its file is kept open from here on
+    pass
+child = os.fork()
+if child == 0:  # inherits the open lock file, and outlives its parent
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)  # (the test reads its parent's output to the end)
+    time.sleep(120)
+    os._exit(0)
+print(child, flush=True)
+lock.acquire()
+os._exit(0)  # dies holding the lock
+"""
+
+
+def test_a_lock_held_by_a_dead_parent_is_not_kept_by_its_forked_child(tmp_path) -> None:
+    """A forked child closes the lock files it inherited: had it kept the parent's open file,
+    the parent's `flock` would outlive the parent for as long as the child runs."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "x.lock")
+    done = subprocess.run([sys.executable, "-c", _DIES_HOLDING, path], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    child = int(done.stdout.split()[0])
+    try:
+        assert is_alive(child)
+        lock = FileLock(path, timeout=10)
+        with lock:
+            assert lock.held
+    finally:
+        os.kill(child, 9)
+
+
 def test_lock_timeout_names_the_lock_and_pickles_by_path(tmp_path) -> None:
     lock = FileLock(str(tmp_path / "x.lock"), timeout=0.05)
     clone = pickle.loads(pickle.dumps(lock))
