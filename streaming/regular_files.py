@@ -15,7 +15,32 @@ from typing import BinaryIO
 
 from streaming.errors import NotARegularFileError
 
-__all__ = ["open_regular"]
+__all__ = ["open_regular", "open_regular_fd"]
+
+
+def open_regular_fd(path: str) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of `path` if it is a regular file, and its `stat`; the caller
+    closes it. Left non-blocking (which reads of a regular file ignore): the cheapest open, for
+    callers that map the file or hand it to the kernel to copy (a few system calls fewer than
+    `open_regular`, per shard).
+
+    Raises:
+        FileNotFoundError: nothing there.
+        NotARegularFileError: a FIFO, device, socket or directory.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if not stat_module.S_ISREG(mode):
+            kind = ("a directory" if stat_module.S_ISDIR(mode) else "a FIFO"
+                    if stat_module.S_ISFIFO(mode) else "a device or socket")
+            raise NotARegularFileError(errno.EISDIR if stat_module.S_ISDIR(mode) else errno.EINVAL,
+                                       f"{path} is {kind}, not a regular file", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
 
 
 def open_regular(path: str) -> BinaryIO:
@@ -28,14 +53,8 @@ def open_regular(path: str) -> BinaryIO:
         FileNotFoundError: nothing there.
         NotARegularFileError: a FIFO, device, socket or directory.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd, _ = open_regular_fd(path)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat_module.S_ISREG(mode):
-            kind = ("a directory" if stat_module.S_ISDIR(mode) else "a FIFO"
-                    if stat_module.S_ISFIFO(mode) else "a device or socket")
-            raise NotARegularFileError(errno.EISDIR if stat_module.S_ISDIR(mode) else errno.EINVAL,
-                                       f"{path} is {kind}, not a regular file", path)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

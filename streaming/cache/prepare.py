@@ -133,7 +133,7 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
             return out  # the only copy: its reader says what is wrong with it
         # Not the file the index names (a truncated copy, another dataset's): made again.
         os.remove(raw_path)
-    os.makedirs(os.path.dirname(raw_path), exist_ok=True)
+    # No `makedirs` here: `fetch` makes the directory of what it fetches.
     if zip_ is None or zip_path is None:
         out += _fetch(src, raw, raw_path)
         if src.validate_hash and src.store is None:
@@ -150,6 +150,8 @@ def _prepare_part(src: ShardSource, files: ShardFiles, raw: FileInfo,
     raw_data = _decompress(src, files, zip_path, data, raw.bytes or None)
     out += PrepareResult(decompress_seconds=time.perf_counter() - start,
                          decompressed_bytes=len(raw_data))
+    if os.path.dirname(raw_path) != os.path.dirname(zip_path):  # an index may place them so
+        os.makedirs(os.path.dirname(raw_path), exist_ok=True)
     try:
         write_atomic(raw_path, [raw_data])
     except OSError as err:

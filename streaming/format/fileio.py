@@ -16,10 +16,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from streaming.atomic import write_atomic
-from streaming.regular_files import open_regular
+from streaming.regular_files import open_regular, open_regular_fd
 
-__all__ = ["FileIdentity", "MappingRegistry", "map_file", "map_file_identified", "open_regular",
-           "open_same", "prefetch", "release", "write_atomic"]
+__all__ = ["READ_BELOW", "FileIdentity", "MappingRegistry", "map_file", "map_file_identified",
+           "open_regular", "open_same", "prefetch", "release", "write_atomic"]
 
 # (device, inode, size, mtime in ns): tells whether a path still names the file once mapped.
 FileIdentity = tuple[int, int, int, int]
@@ -44,17 +44,39 @@ def _identity(stat: os.stat_result) -> FileIdentity:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
+#: Files smaller than this are read into memory, not mapped: for a few KB a copy costs less than
+#: a mapping's setup, page fault and teardown (which in a threaded process interrupts every
+#: other core running one of its threads), and the bytes live only while their reader keeps
+#: them, as a mapping would (at most `MappingRegistry.capacity` of them: 64 MB at 4096).
+READ_BELOW = 16 << 10
+
+
 def map_file_identified(path: str) -> tuple[mmap.mmap | bytes, FileIdentity]:
-    """`map_file`, plus the identity of the file mapped, for a later `open_same`."""
-    with open_regular(path) as file:
-        stat = os.fstat(file.fileno())
-        if not stat.st_size:
-            return b"", _identity(stat)
+    """`map_file`, plus the identity of the file mapped, for a later `open_same`. A file
+    smaller than `READ_BELOW` is read instead (its bytes, the same to every caller)."""
+    fd, stat = open_regular_fd(path)
+    try:
+        if stat.st_size < READ_BELOW:
+            return _read_all(fd, stat.st_size), _identity(stat)
         if sys.version_info >= (3, 13):  # no duplicated fd kept by the mapping
-            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ, trackfd=False)
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ, trackfd=False)
         else:
-            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         return mapped, _identity(stat)
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The file's first `size` bytes (fewer if it was cut short meanwhile: its reader checks
+    the size against the index)."""
+    data = os.read(fd, size) if size else b""
+    while len(data) < size:  # a regular file answers in one read but for a signal
+        more = os.read(fd, size - len(data))
+        if not more:
+            break
+        data += more
+    return data
 
 
 def open_same(path: str, identity: FileIdentity) -> int | None:

@@ -298,7 +298,9 @@ def fetch(store: Store, remote_path: str, local_path: str, *, retries: int = 2,
         TransferError: every attempt failed with a transient error (names the URL; a
             `TransferTimeoutError` when the last attempt ran out of time).
     """
-    os.makedirs(os.path.dirname(os.path.abspath(local_path)), exist_ok=True)
+    directory = os.path.dirname(os.path.abspath(local_path))
+    if not os.path.isdir(directory):  # one `stat` where `makedirs` makes three system calls
+        os.makedirs(directory, exist_ok=True)
     start = time.monotonic()
     try:
         count, attempts = call_with_retries(

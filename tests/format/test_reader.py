@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import pytest
 from formats_support import materialise
 
+from streaming.errors import NotARegularFileError
 from streaming.format import JSONWriter, MDSReader, MDSWriter, load_readers
-from streaming.format.fileio import MappingRegistry
+from streaming.format.fileio import READ_BELOW, MappingRegistry, map_file_identified
 from streaming.format.index import FileInfo
 
 
@@ -184,3 +186,26 @@ def test_mapping_registry_drops_oldest_and_holds_owners_weakly() -> None:
     assert len(reg) == 2
     with pytest.raises(ValueError):
         reg.capacity = 0
+
+
+@pytest.mark.parametrize("size", [0, 100, READ_BELOW - 1, READ_BELOW, 3 * READ_BELOW + 5])
+def test_small_files_are_read_and_large_ones_mapped_with_the_same_bytes(tmp_path,
+                                                                        size: int) -> None:
+    """A few-KB shard costs less read than mapped (no mapping to set up, fault in and tear
+    down); either way the caller gets the file's bytes and its identity, and neither follows the
+    file once it is deleted."""
+    data = os.urandom(size)
+    path = tmp_path / "shard.mds"
+    path.write_bytes(data)
+    buf, identity = map_file_identified(str(path))
+    assert isinstance(buf, bytes if size < READ_BELOW else mmap.mmap)
+    assert bytes(buf) == data
+    assert identity[1] == os.stat(path).st_ino and identity[2] == size
+    os.remove(path)
+    assert bytes(buf) == data
+
+
+def test_a_fifo_where_a_shard_should_be_is_refused_not_waited_on(tmp_path) -> None:
+    os.mkfifo(tmp_path / "shard.mds")
+    with pytest.raises(NotARegularFileError, match="a FIFO"):
+        map_file_identified(str(tmp_path / "shard.mds"))
