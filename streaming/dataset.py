@@ -330,7 +330,7 @@ class StreamingDataset(SizeViews, CacheControls, Lifecycle, Array, IterableDatas
         parallel = unique.replicate(self.replication) if self.replication else unique.copy()
         sample_ids = self._begin_epoch(unique, parallel)
         reads = EpochReads(self.shards, self._ss_cache, self.spanner.locate_many,
-                           unique.worker_of_node, self._read, own_sample_read(self),
+                           unique.worker_of_node, self._recover, own_sample_read(self),
                            early_limit=(self.batch_size or 1) if early_reads_enabled() else 0,
                            background=self._prefetchers)
         return sample_ids, reads

@@ -46,6 +46,13 @@ class CacheControls:
         else:
             self._ss_cache.touch(shard_id)
             return sample
+        return self._recover(shard_id, index, cause, mismatched, retry)
+
+    def _recover(self, shard_id: int, index: int, cause: str = "", mismatched: bool = False,
+                 retry: int = 7) -> Any:
+        """`_read` after its first attempt failed (`cause`: the missing file's error message;
+        `mismatched`: the file there is not the indexed one): an epoch's reader that just met
+        the error calls it directly, rather than opening the missing file a second time."""
         with holding(self._ss_cache, shard_id):  # not evicted between its fetch and its read
             return self._fetch_and_read(shard_id, index, retry, cause, mismatched)
 

@@ -45,8 +45,9 @@ class EpochReads:
         cache: the node cache (in-use slots, access times, background preparation).
         locate: global sample ids -> (shard ids, indices within shard), vectorised.
         slot: this worker's in-use slot on the node.
-        recover: reads one sample after its shard's file went missing (fetches it again with
-            retries; raises the user-facing error when that keeps failing).
+        recover: reads one sample after its shard's file went missing, given the error's
+            message (fetches it again with retries; raises the user-facing error when that
+            keeps failing).
         get_item: a subclass's per-sample reader, called with the global sample id instead of
             the readers when set (it may transform samples, so no bulk path then).
         early_limit: how many samples at the start of an epoch may be read straight from the
@@ -57,7 +58,7 @@ class EpochReads:
     """
 
     def __init__(self, readers: Sequence[Reader], cache: NodeCache, locate: Locate, slot: int,
-                 recover: Callable[[int, int], Any],
+                 recover: Callable[[int, int, str], Any],
                  get_item: Callable[[int], Any] | None = None, early_limit: int = 0,
                  background: Prefetchers | None = None) -> None:
         self.readers = readers
@@ -173,11 +174,21 @@ class EpochReads:
     def read_one(self, shard: int, index: int) -> Any:
         try:
             return self.readers[shard].get_item(index)
-        except FileNotFoundError:
-            return self.recover(shard, index)
+        except FileNotFoundError as err:
+            cause = str(err)  # recovered outside the handler: no chained error or frame kept
         except ShardFormatError:
             self.discard_bad_copy(shard)
             raise
+        return self.recover(shard, index, cause)
+
+    def read_first(self, shard: int, index: int) -> Any:
+        """`read_one` for the first sample read from `shard` in a while (a shard change): a
+        shard that is neither mapped here nor local on the node (the prefetch thread is still
+        fetching it, as it mostly is when shards are small) is waited for at once, not opened
+        and found missing first."""
+        if self.readers[shard].mapped or self.cache.is_local(shard):
+            return self.read_one(shard, index)
+        return self.recover(shard, index, f"Shard {shard} is not in the cache")
 
     def discard_bad_copy(self, shard: int) -> None:
         """After `shard`'s bytes failed to decode: delete the node cache's copy when a remote
@@ -198,12 +209,13 @@ class EpochReads:
             return None
         try:
             return read(indices)
-        except FileNotFoundError:  # fetched again (with retries) by the one-sample path
-            self.recover(shard, int(indices[0]))
-            return read(indices)
+        except FileNotFoundError as err:  # fetched again (with retries) by the one-sample path
+            cause = str(err)
         except ShardFormatError:
             self.discard_bad_copy(shard)
             raise
+        self.recover(shard, int(indices[0]), cause)
+        return read(indices)
 
     def read_run(self, shard: int, start: int, stop: int) -> Iterator[Any]:
         """Samples `start..stop-1` of `shard`, decoded in bulk.
@@ -211,7 +223,7 @@ class EpochReads:
         Only mapping the shard can fail (a missing file); it happens on the first read, which
         takes the recovery path. The bulk read then reuses the mapping, which outlives deletion.
         """
-        first = self.read_one(shard, start)
+        first = self.read_first(shard, start)
         rest = self.readers[shard].iter_range(start + 1, stop)
         # Started now, while the file read_one found is mapped: the run then holds that
         # mapping, so the shard being evicted meanwhile (`evict_shard` between two samples)

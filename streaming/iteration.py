@@ -127,17 +127,19 @@ def _one_by_one(reads: EpochReads, prefetcher: Prefetcher, begin: int, ids: np.n
     over, `_COUNT_EVERY` samples at a time and the rest when the chunk ends (or is abandoned)."""
     current = -1
     counted = handed = 0
-    read_one, get_item, counters = reads.read_one, reads.get_item, reads.counters
+    read_one, read_first, get_item = reads.read_one, reads.read_first, reads.get_item
+    counters = reads.counters
     try:
         for position, (shard, index) in enumerate(zip(shard_ids.tolist(), indices.tolist())):
             prefetcher.consumed = begin + position
+            read = read_one
             if shard != current:
                 reads.enter(shard, begin + position)
-                current = shard
+                current, read = shard, read_first
             if position - counted >= _COUNT_EVERY:
                 counters.add_at(_SAMPLES, position - counted)
                 counted = position
-            sample = read_one(shard, index) if get_item is None else get_item(int(ids[position]))
+            sample = read(shard, index) if get_item is None else get_item(int(ids[position]))
             handed = position + 1
             yield sample
     finally:

@@ -249,6 +249,8 @@ class Prefetcher:
     def _done(self) -> None:
         """Tell the sizer a fetch finished; start threads if the count grew."""
         with self._lock:
+            if self.sizer.settled:  # it measures no more: the node's egress is not read
+                return
             total = self._fetched_bytes()
             moved, self._seen_bytes = total - self._seen_bytes, total
             count = self.sizer.fetched(moved, time.monotonic(), behind=not self._waited)

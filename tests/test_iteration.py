@@ -27,12 +27,17 @@ class FakeReader:
 
     def __init__(self, shard: int, size: int, missing: bool = False) -> None:
         self.shard, self.size, self.missing = shard, size, missing
-        self.singles = 0
+        self.singles = self.attempts = 0
         self.bulk: list[tuple[int, int]] = []
 
+    @property
+    def mapped(self) -> bool:  # a file that is there reads as if mapped already
+        return not self.missing
+
     def get_item(self, index: int) -> tuple[int, int]:
+        self.attempts += 1
         if self.missing:
-            raise FileNotFoundError(f"shard {self.shard}")
+            raise FileNotFoundError(f"shard {self.shard} is missing")
         assert 0 <= index < self.size
         self.singles += 1
         return (self.shard, index)
@@ -110,7 +115,8 @@ def make_reads(sizes: list[int], get_item: Any = None, missing: frozenset[int] =
     cache = FakeCache(len(sizes))
     recovered: list[tuple[int, int]] = []
 
-    def recover(shard: int, index: int) -> tuple[int, int]:
+    def recover(shard: int, index: int, cause: str) -> tuple[int, int]:
+        assert cause  # why: the reader's own error, or that the shard is not local
         recovered.append((shard, index))
         readers[shard].missing = False
         return readers[shard].get_item(index)
@@ -280,6 +286,29 @@ def test_missing_shard_takes_the_recovery_path_once_per_run() -> None:
     ids = np.arange(60, dtype=np.int64)
     assert list(iterate_epoch(ids, reads, predownload=8)) == expected(sizes, ids)
     assert recovered == [(1, 0)]
+
+
+def test_a_run_of_a_shard_not_local_yet_waits_for_it_without_opening_it_first() -> None:
+    """The reader caught up with the prefetch thread: the shard's file is not there and the node
+    does not have it, so the read goes straight to the recovery path (which waits for the
+    fetch) instead of failing to open the file first."""
+    reads, readers, cache, recovered = make_reads([30, 30], missing=frozenset({0, 1}))
+    cache.prepared.append(1)  # shard 1 is local by the node's table (its file is not)
+    assert list(reads.read_run(0, 0, 30)) == [(0, i) for i in range(30)]
+    assert recovered == [(0, 0)] and readers[0].attempts == 1  # the recovery's read only
+    assert list(reads.read_run(1, 5, 30)) == [(1, i) for i in range(5, 30)]
+    assert recovered == [(0, 0), (1, 5)] and readers[1].attempts == 2  # opened, then recovered
+
+
+def test_short_runs_wait_for_a_shard_not_local_yet_without_opening_it_first() -> None:
+    """The same in the sample-by-sample path (runs too short to read in bulk: small shards)."""
+    sizes = [5, 5, 5]
+    reads, readers, cache, recovered = make_reads(sizes, missing=frozenset({0, 1, 2}))
+    cache.claim_ahead = lambda shard: False  # type: ignore[method-assign]  # no prefetch
+    ids = np.arange(15, dtype=np.int64)
+    assert list(iterate_epoch(ids, reads, predownload=8)) == expected(sizes, ids)
+    assert recovered == [(0, 0), (1, 0), (2, 0)]
+    assert [reader.attempts for reader in readers] == [5, 5, 5]  # the recovery's read, then 4
 
 
 def test_abandoned_iterator_stops_the_prefetcher() -> None:

@@ -187,3 +187,25 @@ def test_a_prefetcher_looks_at_the_consumer_again_once_it_holds_the_claim() -> N
     prefetcher.finish()
     assert reads.prepared == []
     assert reads.released == list(range(10))
+
+
+def test_a_settled_sizer_stops_reading_the_nodes_egress() -> None:
+    """Reading the node's egress sums a table over every process of the node: done after each
+    fetch only while the sizer still measures, not for every tiny shard of an epoch after."""
+    reads = _Reads(20)
+    reads_of_egress: list[int] = []
+
+    def egress() -> int:
+        reads_of_egress.append(1)
+        return 1000 * len(reads.prepared)
+
+    prefetcher = Prefetcher(np.arange(200), reads, window=1000,  # type: ignore[arg-type]
+                            fetched_bytes=egress, sizer=LinkSizer(start=1, most=1))
+    assert prefetcher.sizer.settled
+    prefetcher.start()
+    deadline = time.monotonic() + 60
+    while any(t.is_alive() for t in prefetcher.threads) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    prefetcher.finish()
+    assert reads.prepared == list(range(20))
+    assert len(reads_of_egress) == 1  # at the start only

@@ -257,6 +257,11 @@ class Reader(Array, ABC):
     def _drop(self) -> None:
         self._state = None
 
+    @property
+    def mapped(self) -> bool:
+        """Whether the shard's file is mapped now (reads need no open)."""
+        return self._state is not None
+
     def close(self) -> None:
         """Forget the mapping; the next access maps the (possibly new) file again."""
         if self._state is not None:
