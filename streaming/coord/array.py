@@ -9,12 +9,12 @@ fail loudly.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from streaming.coord.current import current_pid
 from streaming.coord.shm import ShmBlock, unlink_block
 
 __all__ = ["Attachable", "SharedArray", "as_shape"]
@@ -66,17 +66,17 @@ class SharedArray:
 
     def _set_block(self, block: ShmBlock | None) -> None:
         self._block = block
-        self._pid = os.getpid() if block is not None else None
+        self._pid = current_pid() if block is not None else None
         self._view: NDArray[Any] | None = None
 
     @property
     def created(self) -> bool:
         """Whether this object's process created the block (so it may initialise it)."""
-        return self._block is not None and self._block.created and self._pid == os.getpid()
+        return self._block is not None and self._block.created and self._pid == current_pid()
 
     def numpy(self) -> NDArray[Any]:
         """The zero-copy view (attaching first in a new process)."""
-        if self._pid != os.getpid():
+        if self._pid != current_pid():
             if self._owner is not None:
                 self._owner.ensure_attached()
             self._set_block(ShmBlock.attach(self.name, max(self.nbytes, 1)))
@@ -96,7 +96,7 @@ class SharedArray:
 
     def close(self) -> None:
         """Drop this process's mapping (views handed out keep their pages until they die)."""
-        block = self._block if self._pid == os.getpid() else None
+        block = self._block if self._pid == current_pid() else None
         self._set_block(None)
         if block is not None:
             block.close()

@@ -9,12 +9,12 @@ REMOTE so the next asker retries instead of waiting forever.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
 
 from streaming.coord.array import SharedArray
+from streaming.coord.current import current_pid
 from streaming.coord.liveness import identity, is_alive
 from streaming.coord.lock import FileLock
 from streaming.coord.states import (
@@ -69,9 +69,9 @@ class ShardClaims:
         SUCCEED and FAIL are only accepted from the process that owns the preparation.
         """
         states, owners = self.states.numpy(), self.owners.numpy()
-        if event in (Event.SUCCEED, Event.FAIL) and owners[shard, 0] != os.getpid():
+        if event in (Event.SUCCEED, Event.FAIL) and owners[shard, 0] != current_pid():
             raise InvalidTransition(
-                f"Shard {shard}: pid {os.getpid()} cannot {event.value} a preparation owned by "
+                f"Shard {shard}: pid {current_pid()} cannot {event.value} a preparation owned by "
                 f"pid {int(owners[shard, 0])}"
             )
         new_state, outcome = transition(int(states[shard]), event)

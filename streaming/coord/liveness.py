@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from streaming.coord.current import current_pid
+
 __all__ = ["Identity", "identity", "is_alive", "mapped_shm_paths"]
 
 Identity = tuple[int, int]  # (pid, start ticks since boot; 0 when unknown)
@@ -41,7 +43,7 @@ def identity(pid: int | None = None) -> Identity:
     """The (pid, start) pair that names a process (this one by default) in registries."""
     global _self_cache
     if pid is None:
-        pid = os.getpid()
+        pid = current_pid()
         if _self_cache is not None and _self_cache[0] == pid:
             return _self_cache[1]
         stat = _read_stat(pid)
@@ -61,7 +63,7 @@ def is_alive(pid: int, start: int = 0) -> bool:
     """
     if pid <= 0:
         return False
-    if pid == os.getpid():  # the caller itself (a claim held by another of its threads)
+    if pid == current_pid():  # the caller itself (a claim held by another of its threads)
         return not start or identity()[1] == start
     stat = _read_stat(pid)
     if stat is not None:

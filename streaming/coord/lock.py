@@ -20,6 +20,7 @@ import threading
 import weakref
 from types import TracebackType
 
+from streaming.coord.current import current_pid
 from streaming.coord.wait import Deadline, wait_until
 from streaming.errors import CoordinationError
 
@@ -52,14 +53,14 @@ class FileLock:
         self._reset()
 
     def _reset(self) -> None:
-        self._pid = os.getpid()
+        self._pid = current_pid()
         self._thread_lock = threading.Lock()
         self._fd: int | None = None  # kept open between acquisitions
         self._inode: tuple[int, int] | None = None  # (device, inode) of the file `_fd` opened
         self._holder: int | None = None  # the thread holding the lock
 
     def _check_fork(self) -> None:
-        if self._pid != os.getpid():
+        if self._pid != current_pid():
             fd = self._fd
             self._reset()
             _OPEN.discard(self)
@@ -179,7 +180,7 @@ class FileLock:
     @property
     def held(self) -> bool:
         """Whether this process (some thread of it) holds the lock."""
-        return self._pid == os.getpid() and self._holder is not None
+        return self._pid == current_pid() and self._holder is not None
 
     def __enter__(self) -> FileLock:
         self.acquire()
@@ -198,7 +199,7 @@ class FileLock:
         if fd is None:
             return
         try:
-            if self._pid == os.getpid():
+            if self._pid == current_pid():
                 os.close(fd)
         except Exception:  # interpreter shutdown: modules half torn down; the exit closes it
             pass

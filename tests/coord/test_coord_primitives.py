@@ -44,6 +44,22 @@ def test_job_key_is_shared_by_the_ranks_of_a_node_only() -> None:
     assert other_run != keys[0]
 
 
+def test_current_pid_follows_a_fork_without_asking_the_kernel_each_time() -> None:
+    from streaming.coord.current import current_pid
+
+    assert current_pid() == os.getpid()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.write(write, f"{current_pid()} {os.getpid()}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as got:
+        seen, real = got.read().split()
+    os.waitpid(child, 0)
+    assert int(seen) == int(real) == child != current_pid()
+
+
 def test_namespace_name_is_deterministic_and_scoped() -> None:
     a = namespace_name(["/x", "/y"], ["s3://a", None], "job", 1000)
     assert a == namespace_name(["/y", "/x"], [None, "s3://a"], "job", 1000)
