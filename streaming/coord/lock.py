@@ -31,9 +31,23 @@ _MODE = 0o600
 
 #: Locks with an open descriptor, for the forked child to close them all.
 _OPEN: weakref.WeakSet[FileLock] = weakref.WeakSet()
+#: Held while a lock's file is opened or closed and its record changed, and across a fork, so that
+#: a fork never lands between a descriptor's open (or close) and its record in `_OPEN`: the child
+#: would keep an inherited descriptor no hook knows of, or close a number reused meanwhile.
+_FILES = threading.Lock()
 
 
-def _forget_all_in_child() -> None:
+def _before_fork() -> None:
+    _FILES.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _FILES.release()
+
+
+def _after_fork_in_child() -> None:
+    global _FILES
+    _FILES = threading.Lock()
     for lock in list(_OPEN):
         lock._check_fork()
 
@@ -69,21 +83,23 @@ class FileLock:
                 os.close(fd)
 
     def _open(self) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _MODE)
-        try:
-            info = os.fstat(fd)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd, self._inode = fd, (info.st_dev, info.st_ino)
-        _OPEN.add(self)
+        with _FILES:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _MODE)
+            try:
+                info = os.fstat(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd, self._inode = fd, (info.st_dev, info.st_ino)
+            _OPEN.add(self)
         return fd
 
     def _close(self) -> None:
-        fd, self._fd, self._inode = self._fd, None, None
-        _OPEN.discard(self)
-        if fd is not None:
-            os.close(fd)
+        with _FILES:
+            fd, self._fd, self._inode = self._fd, None, None
+            _OPEN.discard(self)
+            if fd is not None:
+                os.close(fd)
 
     def _try_lock_file(self) -> int | None:
         fd = self._fd if self._fd is not None else self._open()
@@ -171,11 +187,18 @@ class FileLock:
             self._thread_lock.release()
 
     def close(self) -> None:
-        """Close the lock's file (it is opened again by the next acquire); not while held."""
+        """Close the lock's file (it is opened again by the next acquire); not while held.
+
+        Raises:
+            RuntimeError: a thread of this process holds the lock or is taking it.
+        """
         self._check_fork()
-        if self._holder is not None:
+        if not self._thread_lock.acquire(blocking=False):
             raise RuntimeError(f"Lock {self.path} is held: release it before closing")
-        self._close()
+        try:
+            self._close()
+        finally:
+            self._thread_lock.release()
 
     @property
     def held(self) -> bool:
@@ -195,10 +218,13 @@ class FileLock:
         self.release()
 
     def __del__(self) -> None:
-        fd = getattr(self, "_fd", None)
+        # Unrecorded before the close: the weak set forgets this object only after `__del__`,
+        # and a fork during the close must not find the number in it (see `_FILES`).
+        fd, self._fd = getattr(self, "_fd", None), None
         if fd is None:
             return
         try:
+            _OPEN.discard(self)
             if self._pid == current_pid():
                 os.close(fd)
         except Exception:  # interpreter shutdown: modules half torn down; the exit closes it
@@ -217,4 +243,5 @@ class FileLock:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_all_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)

@@ -272,6 +272,47 @@ def test_lock_keeps_one_descriptor_open_between_acquisitions(tmp_path) -> None:
     assert _descriptors_of(path) == []
 
 
+def test_closing_a_lock_another_thread_is_taking_is_refused(tmp_path) -> None:
+    """A thread inside `acquire` (waiting for another process's hold) keeps its descriptor:
+    `close()` from elsewhere says the lock is busy instead of closing it under the waiter."""
+    path = str(tmp_path / "x.lock")
+    lock, other = FileLock(path, timeout=30), FileLock(path)
+    with lock:
+        pass
+    other.acquire()  # as another process would (its own open file)
+    taken = threading.Event()
+
+    def take() -> None:
+        with lock:
+            taken.set()
+
+    waiter = threading.Thread(target=take)
+    waiter.start()
+    wait_until(lambda: lock._thread_lock.locked(), timeout=10, what="the waiter")
+    with pytest.raises(RuntimeError, match="held"):
+        lock.close()
+    other.release()
+    waiter.join(30)
+    assert taken.is_set()
+
+
+def test_a_lock_dropped_forgets_its_descriptor_before_closing_it(tmp_path) -> None:
+    """A fork during `__del__`'s close must not find the number among the open locks (the
+    child's at-fork hook would close it again: by then maybe another file of the child)."""
+    from streaming.coord import lock as lock_module
+
+    lock = FileLock(str(tmp_path / "x.lock"))
+    with lock:
+        pass
+    assert lock in lock_module._OPEN
+    fd = lock._fd
+    assert fd is not None
+    lock.__del__()
+    assert lock._fd is None and lock not in lock_module._OPEN
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
 def test_a_kept_descriptor_of_a_deleted_lock_file_is_not_locked_alone(tmp_path) -> None:
     """The file deleted (a namespace teardown) and made again by another lock between two
     acquisitions: the lock locks the file at its path now, not the one it kept open."""
