@@ -225,7 +225,7 @@ class EpochReads:
         """
         first = self.read_first(shard, start)
         rest = self.readers[shard].iter_range(start + 1, stop)
-        # Started now, while the file read_one found is mapped: the run then holds that
+        # Started now, while the file the first read found is mapped: the run then holds that
         # mapping, so the shard being evicted meanwhile (`evict_shard` between two samples)
         # cannot take the rest of the run away.
         second = next(rest, _END)

@@ -19,7 +19,7 @@ from streaming.atomic import write_atomic
 from streaming.regular_files import open_regular, open_regular_fd
 
 __all__ = ["READ_BELOW", "FileIdentity", "MappingRegistry", "map_file", "map_file_identified",
-           "open_regular", "open_same", "prefetch", "release", "write_atomic"]
+           "open_regular", "open_same", "pread_rest", "prefetch", "release", "write_atomic"]
 
 # (device, inode, size, mtime in ns): tells whether a path still names the file once mapped.
 FileIdentity = tuple[int, int, int, int]
@@ -56,8 +56,9 @@ def map_file_identified(path: str) -> tuple[mmap.mmap | bytes, FileIdentity]:
     smaller than `READ_BELOW` is read instead (its bytes, the same to every caller)."""
     fd, stat = open_regular_fd(path)
     try:
-        if stat.st_size < READ_BELOW:
-            return _read_all(fd, stat.st_size), _identity(stat)
+        if stat.st_size < READ_BELOW:  # fewer bytes if cut short meanwhile: readers check sizes
+            data = os.pread(fd, stat.st_size, 0) if stat.st_size else b""
+            return pread_rest(fd, data, stat.st_size, 0), _identity(stat)
         if sys.version_info >= (3, 13):  # no duplicated fd kept by the mapping
             mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ, trackfd=False)
         else:
@@ -67,16 +68,18 @@ def map_file_identified(path: str) -> tuple[mmap.mmap | bytes, FileIdentity]:
         os.close(fd)
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    """The file's first `size` bytes (fewer if it was cut short meanwhile: its reader checks
-    the size against the index)."""
-    data = os.read(fd, size) if size else b""
-    while len(data) < size:  # a regular file answers in one read but for a signal
-        more = os.read(fd, size - len(data))
+def pread_rest(fd: int, data: bytes, want: int, offset: int) -> bytes:
+    """`data`, a short `os.pread` of `want` bytes at `offset`, completed up to the file's end:
+    Linux moves at most 0x7ffff000 bytes per call, so a value over 2 GiB takes several."""
+    parts = [data]
+    got = len(data)
+    while got < want:
+        more = os.pread(fd, want - got, offset + got)
         if not more:
             break
-        data += more
-    return data
+        parts.append(more)
+        got += len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def open_same(path: str, identity: FileIdentity) -> int | None:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from streaming.errors import decode_failure
+from streaming.format.fileio import pread_rest
 from streaming.format.mds.gather import Corrupt, undecodable
 from streaming.format.mds.layout_plans import PreadPlans, ViewPlans
 from streaming.format.mds.read_plan import (
@@ -39,24 +40,9 @@ __all__ = ["buffered_samples", "pread_samples"]
 _PIECES_MAX = 256
 
 
-
-def _pread_rest(fd: int, data: bytes, want: int, offset: int) -> bytes:
-    """`data`, a short `os.pread` of `want` bytes at `offset`, completed up to the file's end:
-    Linux moves at most 0x7ffff000 bytes per call, so a value over 2 GiB takes several."""
-    parts = [data]
-    got = len(data)
-    while got < want:
-        more = os.pread(fd, want - got, offset + got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
 def _preadv_full(fd: int, targets: list[memoryview], want: int, offset: int) -> int:
     """Fill `targets`, in order, with the `want` bytes at `offset` by as many `os.preadv` calls
-    as it takes (see `_pread_rest`); the bytes read, short only at the file's end."""
+    as it takes (see `pread_rest`); the bytes read, short only at the file's end."""
     got = os.preadv(fd, targets, offset)
     while got < want:
         skip, rest = got, []
@@ -103,7 +89,7 @@ def pread_samples(fd: int, columns: list[Column], head: struct.Struct | None,
             for at, want, size, kind, name, fn in steps:  # see `ReadStep`
                 data = pread(fd, want, begin + at)
                 if len(data) < size:
-                    data = _pread_rest(fd, data, want, begin + at)
+                    data = pread_rest(fd, data, want, begin + at)
                     if len(data) < size:
                         raise corrupt(f"{size} bytes at {begin + at} run past its end.")
                 if kind == RAW:
