@@ -11,7 +11,7 @@ import errno
 import os
 import shutil
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from streaming.atomic import replacing
@@ -121,23 +121,24 @@ class LocalStore(Store):
     def _missing(self, path: str) -> FileNotFoundError:
         return FileNotFoundError(errno.ENOENT, "No such file or directory", self._path(path))
 
-    def _open(self, path: str) -> BinaryIO:
-        full = self._path(path)
+    @contextlib.contextmanager
+    def _opening(self, path: str) -> Iterator[None]:
+        """Say a missing object as the store's (`_missing`) while `path` is opened."""
         try:
-            return open_regular(full)
+            yield
         except NotARegularFileError:
             raise  # a FIFO or device where a file should be: said as it is
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise self._missing(path) from None
 
+    def _open(self, path: str) -> BinaryIO:
+        with self._opening(path):
+            return open_regular(self._path(path))
+
     def _open_fd(self, path: str) -> tuple[int, os.stat_result]:
-        """`_open`'s descriptor and `stat` (`open_regular_fd`), with the same errors."""
-        try:
+        """`_open`'s descriptor and `stat` (`open_regular_fd`)."""
+        with self._opening(path):
             return open_regular_fd(self._path(path))
-        except NotARegularFileError:
-            raise
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise self._missing(path) from None
 
     def get(self, path: str) -> bytes:
         with self._open(path) as f:

@@ -209,3 +209,16 @@ def test_a_fifo_where_a_shard_should_be_is_refused_not_waited_on(tmp_path) -> No
     os.mkfifo(tmp_path / "shard.mds")
     with pytest.raises(NotARegularFileError, match="a FIFO"):
         map_file_identified(str(tmp_path / "shard.mds"))
+
+
+def test_a_regular_file_descriptor_is_handed_over_blocking(tmp_path) -> None:
+    """Opened without blocking (a FIFO must not hang the open), then made blocking again
+    before any read: a FUSE mount may honour O_NONBLOCK on a regular file's reads."""
+    from streaming.regular_files import open_regular_fd
+
+    (tmp_path / "shard.mds").write_bytes(b"abc")
+    fd, info = open_regular_fd(str(tmp_path / "shard.mds"))
+    try:
+        assert os.get_blocking(fd) and info.st_size == 3
+    finally:
+        os.close(fd)
